@@ -1,0 +1,36 @@
+# The README's two commands live here: `make demo` (main job) and `make test` (test suite).
+# Both create the virtual environment on first use; nothing needs a network but the package registry.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export HF_HUB_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: venv demo test lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# the CPU build of torch first: a bare `torch` requirement would pull several GB of CUDA packages
+	$(PY) -m pip install --quiet "torch==2.13.0"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+venv: $(VENV)/.installed
+
+# Main job: NCBI-disease (shipped inside the package), three seeded trials, dev/test F1 table.
+demo: venv
+	$(VENV)/bin/bioelectra finetune --loader ner --dataset ncbi-disease --trials 3 --output-dir runs/demo
+
+test: venv
+	$(PY) -m pytest -q
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+bench: venv
+	$(PY) bench/finetune_throughput.py
+
+clean:
+	rm -rf runs .pytest_cache .ruff_cache

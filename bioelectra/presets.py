@@ -1,0 +1,154 @@
+"""Original ELECTRA model sizes and randomly initialised checkpoints built from them.
+
+The sizes are those of the original code (google-research/electra, ``configure_pretraining.py`` and
+``model/modeling.py``; paper Table 6): small H=256 L=12 A=4 FFN=1024 E=128, base H=768 L=12 A=12
+FFN=3072, large H=1024 L=24 A=16 FFN=4096. The vocabulary is Bio-ELECTRA's cased 31,620-entry PubMed
+WordPiece vocabulary shipped in ``bioelectra/assets`` (see its NOTICE.md).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+#: Discriminator shapes of the original ELECTRA sizes.
+ELECTRA_SIZES: dict[str, dict[str, int]] = {
+    "small": {
+        "hidden_size": 256,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 4,
+        "intermediate_size": 1024,
+        "embedding_size": 128,
+    },
+    "base": {
+        "hidden_size": 768,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "intermediate_size": 3072,
+        "embedding_size": 768,
+    },
+    "large": {
+        "hidden_size": 1024,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 16,
+        "intermediate_size": 4096,
+        "embedding_size": 1024,
+    },
+}
+
+#: ``--ckpt`` names that build an untrained model of an original size.
+PRESETS: dict[str, str] = {"electra-small": "small", "electra-base": "base", "electra-large": "large"}
+
+#: Bio-ELECTRA's vocabulary is cased (its pre-training configs set do_lower_case false).
+BIO_ELECTRA_VOCAB_LOWER_CASE = False
+
+
+def bio_electra_vocab_file() -> Path:
+    """Path of the shipped Bio-ELECTRA ``vocab.txt`` (31,620 WordPiece entries, cased)."""
+    return Path(str(resources.files("bioelectra") / "assets" / "vocab" / "bio-electra-pmc2017" / "vocab.txt"))
+
+
+def load_wordpiece_tokenizer(vocab_file: str | os.PathLike, *, do_lower_case: bool):
+    """A fast BERT-style WordPiece tokenizer for ``vocab_file``.
+
+    Uses ``ElectraTokenizerFast(vocab=...)``: ``ElectraTokenizer(vocab_file=...)`` silently builds a
+    5-token vocabulary in transformers 5 (everything becomes [UNK]).
+
+    Raises:
+        FileNotFoundError: ``vocab_file`` does not exist.
+        ValueError: the vocabulary lacks one of [PAD] [UNK] [CLS] [SEP] [MASK].
+    """
+    from transformers import ElectraTokenizerFast
+
+    vocab_file = Path(vocab_file)
+    if not vocab_file.is_file():
+        raise FileNotFoundError(f"vocabulary file not found: {vocab_file}")
+    vocab = vocab_file.read_text(encoding="utf-8").splitlines()
+    missing = [t for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]") if t not in vocab]
+    if missing:
+        raise ValueError(f"{vocab_file}: WordPiece vocabulary lacks special tokens {missing}")
+    tokenizer = ElectraTokenizerFast(
+        vocab=str(vocab_file), do_lower_case=do_lower_case, strip_accents=None if not do_lower_case else True
+    )
+    if len(tokenizer) != len(set(vocab)):
+        raise ValueError(f"{vocab_file}: tokenizer has {len(tokenizer)} entries, file has {len(vocab)}")
+    return tokenizer
+
+
+def preset_config(size: str, *, vocab_size: int, **overrides):
+    """``ElectraConfig`` of a discriminator of the original ``size`` (small|base|large).
+
+    Raises:
+        ValueError: unknown size.
+    """
+    from transformers import ElectraConfig
+
+    if size not in ELECTRA_SIZES:
+        raise ValueError(f"unknown ELECTRA size {size!r}; expected one of {sorted(ELECTRA_SIZES)}")
+    kwargs = dict(ELECTRA_SIZES[size])
+    kwargs.update(
+        vocab_size=vocab_size,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        initializer_range=0.02,
+        layer_norm_eps=1e-12,
+    )
+    kwargs.update(overrides)
+    return ElectraConfig(**kwargs)
+
+
+def build_preset_checkpoint(name: str, output_dir: str | os.PathLike, *, seed: int = 0) -> Path:
+    """Write a randomly initialised ``ElectraForPreTraining`` of preset ``name`` with tokenizer files.
+
+    The directory is reused when it already holds the same preset. It is written under a temporary name
+    and renamed, so an interrupted build leaves nothing behind.
+
+    Args:
+        name: ``electra-small``, ``electra-base`` or ``electra-large``.
+        output_dir: target directory.
+        seed: seed of the random initialisation (the same seed gives the same weights).
+
+    Returns:
+        The directory, loadable with ``AutoModelForTokenClassification.from_pretrained``.
+
+    Raises:
+        ValueError: unknown preset name.
+    """
+    import torch
+    from transformers import ElectraForPreTraining
+
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; expected one of {sorted(PRESETS)}")
+    output_dir = Path(output_dir)
+    marker = output_dir / "bioelectra_preset.json"
+    stamp = {"preset": name, "seed": seed, "vocab": "bio-electra-pmc2017"}
+    if marker.is_file() and json.loads(marker.read_text()) == stamp:
+        return output_dir
+    tokenizer = load_wordpiece_tokenizer(bio_electra_vocab_file(), do_lower_case=BIO_ELECTRA_VOCAB_LOWER_CASE)
+    config = preset_config(PRESETS[name], vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(seed)
+    model = ElectraForPreTraining(config)
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "bioelectra_preset.json").write_text(json.dumps(stamp))
+        if output_dir.exists():
+            shutil.rmtree(output_dir)
+        os.replace(tmp, output_dir)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    logger.info("built untrained %s checkpoint (%.1fM parameters) in %s", name, model.num_parameters() / 1e6, output_dir)
+    return output_dir
