@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -66,19 +66,19 @@ def _fail(exc: BaseException) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-class Loader(str, Enum):
+class Loader(StrEnum):
     ner = "ner"
     re = "re"
 
 
-class Precision(str, Enum):
+class Precision(StrEnum):
     auto = "auto"
     fp32 = "fp32"
     bf16 = "bf16"
     fp16 = "fp16"
 
 
-class Iob1Policy(str, Enum):
+class Iob1Policy(StrEnum):
     repair = "repair"
     reject = "reject"
 

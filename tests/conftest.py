@@ -21,3 +21,45 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real benchmark data not found at {SHARED_DATA} (../shared/data beside the checkout)")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def wordpiece_tokenizer():
+    """A fast tokenizer over Bio-ELECTRA's shipped 31,620-entry cased vocabulary."""
+    from bioelectra.presets import (
+        BIO_ELECTRA_VOCAB_LOWER_CASE,
+        bio_electra_vocab_file,
+        load_wordpiece_tokenizer,
+    )
+
+    return load_wordpiece_tokenizer(bio_electra_vocab_file(), do_lower_case=BIO_ELECTRA_VOCAB_LOWER_CASE)
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory, wordpiece_tokenizer) -> Path:
+    """A tiny randomly initialised ELECTRA discriminator (hidden 32, 2 layers) with tokenizer files."""
+    import torch
+    from transformers import ElectraConfig, ElectraForPreTraining
+
+    directory = tmp_path_factory.mktemp("tiny-electra")
+    config = ElectraConfig(
+        vocab_size=len(wordpiece_tokenizer),
+        embedding_size=32,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        pad_token_id=wordpiece_tokenizer.pad_token_id,
+    )
+    torch.manual_seed(0)
+    ElectraForPreTraining(config).save_pretrained(directory)
+    wordpiece_tokenizer.save_pretrained(directory)
+    return directory
+
+
+def write_lines(path: Path, lines: list[str], *, newline: str = "\n", final_newline: bool = True) -> Path:
+    """Write ``lines`` joined by ``newline`` (bytes exactly, no platform translation)."""
+    text = newline.join(lines) + (newline if final_newline else "")
+    path.write_bytes(text.encode("utf-8"))
+    return path

@@ -1,0 +1,393 @@
+"""Repeated seeded fine-tuning trials with the Hugging Face Trainer, and their reports.
+
+``run_trials(settings)`` reads the benchmark once, tokenises it once, then for trial ``i`` (seed
+``seed + i``) loads a fresh copy of the checkpoint, fine-tunes it, keeps the epoch that is best on the
+development set by ``settings.metric``, evaluates that model on the test set, and writes:
+
+- ``output_dir/results.json``: settings, split counts, per-trial dev and test metrics (seed, best epoch,
+  epochs, seconds), and a summary (mean, std with its ddof, min, max) of each headline metric;
+- ``output_dir/results.md``: the same as Markdown tables;
+- ``output_dir/trial-<i>/test_predictions.txt`` (``token gold predicted``) and
+  ``output_dir/trial-<i>/model/`` (``save_pretrained``, loadable with ``AutoModelFor...`` and usable in a
+  ``transformers.pipeline``).
+
+Running the same command again reuses finished trials (``trial-<i>/trial.json`` with the same settings)
+and runs only the missing ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from downstream.checkpoints import load_tokenizer
+from downstream.errors import DownstreamError
+from downstream.metrics import NER_METRIC_MODE, summarize
+from downstream.registry import find_split_files, get_spec, locate_dataset
+from downstream.tasks import argmax_logits, build_task
+
+logger = logging.getLogger(__name__)
+
+#: Standard deviation reported over trials: sample std (ddof=1).
+STD_DDOF = 1
+
+
+@dataclass
+class FinetuneSettings:
+    """Everything that defines a fine-tuning run.
+
+    Attributes:
+        task: ``"ner"`` or ``"re"``.
+        dataset: registry name (optional when ``data_dir`` is given).
+        data_dir: local folder with ``train``/``devel`` (or ``dev``)/``test`` files; overrides the registry.
+        checkpoint: a directory or hub id ``from_pretrained`` loads.
+        checkpoint_name: what the user passed as ``--ckpt`` (reported).
+        output_dir: where results and trial outputs go.
+        metric: development metric that picks the best epoch (``f1``, ``precision``, ``recall``,
+            ``accuracy`` or ``loss``).
+        greater_is_better: whether a larger ``metric`` is better.
+        num_trials: number of runs, seeds ``seed .. seed + num_trials - 1``.
+        num_train_epochs: epochs per trial.
+        learning_rate: peak learning rate (linear warmup over ``warmup_ratio`` of the steps, then linear
+            decay to 0).
+        per_device_train_batch_size: training batch size per device.
+        per_device_eval_batch_size: evaluation batch size per device.
+        max_seq_length: sub-tokens per input, [CLS] and [SEP] included.
+        seed: seed of the first trial.
+        max_steps: if > 0, optimizer steps per trial (overrides ``num_train_epochs``).
+        warmup_ratio: fraction of steps with linear warmup.
+        weight_decay: AdamW weight decay.
+        precision: ``auto`` (bf16 on a GPU that supports it, else fp32), ``fp32``, ``bf16``, ``fp16``.
+        iob1_policy: ``repair`` or ``reject`` IOB1 tags (NER).
+        max_train_examples: keep only the first N training sentences (smoke runs).
+    """
+
+    task: str
+    checkpoint: str
+    output_dir: Path
+    dataset: str | None = None
+    data_dir: Path | None = None
+    checkpoint_name: str | None = None
+    metric: str = "f1"
+    greater_is_better: bool = True
+    num_trials: int = 1
+    num_train_epochs: float = 3.0
+    learning_rate: float = 1e-4
+    per_device_train_batch_size: int = 32
+    per_device_eval_batch_size: int = 64
+    max_seq_length: int = 128
+    seed: int = 42
+    max_steps: int = -1
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    precision: str = "auto"
+    iob1_policy: str = "repair"
+    max_train_examples: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in data.items()}
+
+    def fingerprint(self) -> str:
+        """Hash of the settings that change a trial's result (not the trial count or output folder)."""
+        data = self.to_json()
+        for key in ("num_trials", "output_dir", "checkpoint"):
+            data.pop(key)
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def resolve_precision(precision: str) -> dict[str, bool]:
+    """TrainingArguments precision flags: ``auto`` is bf16 where the GPU supports it, fp32 on CPU.
+
+    Raises:
+        DownstreamError: unknown value, or fp16 requested without a GPU.
+    """
+    import torch
+
+    cuda = torch.cuda.is_available()
+    if precision == "auto":
+        return {"bf16": bool(cuda and torch.cuda.is_bf16_supported()), "fp16": False}
+    if precision == "fp32":
+        return {"bf16": False, "fp16": False}
+    if precision == "bf16":
+        return {"bf16": True, "fp16": False}
+    if precision == "fp16":
+        if not cuda:
+            raise DownstreamError("--precision fp16 needs a CUDA GPU (use fp32 or bf16 on CPU)")
+        return {"bf16": False, "fp16": True}
+    raise DownstreamError(f"unknown precision {precision!r}; expected auto, fp32, bf16 or fp16")
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _resolve_files(settings: FinetuneSettings) -> dict[str, Path]:
+    if settings.data_dir is not None:
+        return find_split_files(Path(settings.data_dir))
+    if not settings.dataset:
+        raise DownstreamError("no data: give a registered dataset name or a data directory")
+    return locate_dataset(settings.dataset, task=settings.task)
+
+
+def _metric_key(metric: str) -> str:
+    return metric if metric.startswith("eval_") else f"eval_{metric}"
+
+
+def _finetune_trainer_class():
+    from torch.utils.data import SequentialSampler
+    from transformers import Trainer
+
+    class FinetuneTrainer(Trainer):
+        """Trainer whose evaluation keeps the dataset order.
+
+        transformers 5 applies ``train_sampling_strategy="group_by_length"`` to evaluation too (a shuffled
+        length-grouped sampler); predictions are mapped back to words by position, so evaluation must be
+        sequential. Our eval features are already sorted by length, which gives the padding saving.
+        """
+
+        def _get_eval_sampler(self, eval_dataset):
+            if self.args.world_size <= 1:
+                return SequentialSampler(eval_dataset)
+            return super()._get_eval_sampler(eval_dataset)
+
+    return FinetuneTrainer
+
+
+def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> dict[str, Any]:
+    """Fine-tune one trial and return its record (also written to ``trial-<i>/trial.json``)."""
+    import torch
+    from transformers import TrainingArguments, set_seed
+
+    seed = settings.seed + trial_index
+    trial_dir = Path(settings.output_dir) / f"trial-{trial_index}"
+    trial_dir.mkdir(parents=True, exist_ok=True)
+    ckpt_dir = trial_dir / "checkpoints"
+    set_seed(seed)  # before building the model: the new head's initialisation depends on it
+    model = task.build_model(settings.checkpoint)
+    cuda = torch.cuda.is_available()
+    args = TrainingArguments(
+        output_dir=str(ckpt_dir),
+        num_train_epochs=settings.num_train_epochs,
+        max_steps=settings.max_steps,
+        learning_rate=settings.learning_rate,
+        per_device_train_batch_size=settings.per_device_train_batch_size,
+        per_device_eval_batch_size=settings.per_device_eval_batch_size,
+        warmup_steps=settings.warmup_ratio,  # transformers 5: a float < 1 is a ratio of the total steps
+        weight_decay=settings.weight_decay,
+        lr_scheduler_type="linear",
+        eval_strategy="epoch",
+        save_strategy="epoch",
+        logging_strategy="steps",
+        logging_steps=50,
+        save_only_model=True,
+        save_total_limit=1,
+        load_best_model_at_end=True,
+        metric_for_best_model=_metric_key(settings.metric),
+        greater_is_better=settings.greater_is_better,
+        seed=seed,
+        data_seed=seed,
+        train_sampling_strategy="group_by_length",
+        use_cpu=not cuda,
+        dataloader_pin_memory=cuda,
+        report_to="none",
+        **resolve_precision(settings.precision),
+    )
+    dev_evaluator = task.evaluator("dev")
+    trainer = _finetune_trainer_class()(
+        model=model,
+        args=args,
+        train_dataset=task.dataset("train"),
+        eval_dataset=task.dataset("dev"),
+        data_collator=task.data_collator(tokenizer, pad_to_multiple_of=8 if cuda else None),
+        processing_class=tokenizer,
+        compute_metrics=dev_evaluator,
+        preprocess_logits_for_metrics=argmax_logits,
+    )
+    started = time.perf_counter()
+    train_output = trainer.train()
+    train_seconds = time.perf_counter() - started
+    best_epoch = _best_epoch(trainer)
+
+    # The Trainer has reloaded the best epoch's weights: score it on dev (full report) and on test.
+    dev_metrics = trainer.evaluate(task.dataset("dev"))
+    dev = dev_evaluator.last
+    test_evaluator = task.evaluator("test")
+    trainer.compute_metrics = test_evaluator
+    started_test = time.perf_counter()
+    trainer.predict(task.dataset("test"))
+    test_seconds = time.perf_counter() - started_test
+    test = test_evaluator.last
+    if dev is None or test is None:
+        raise DownstreamError("evaluation produced no metrics")
+    dev.metrics["loss"] = float(dev_metrics.get("eval_loss", float("nan")))
+
+    task.write_predictions(trial_dir / "test_predictions.txt", "test", test)
+    model_dir = trial_dir / "model"
+    tmp_model_dir = trial_dir / ".model.tmp"
+    shutil.rmtree(tmp_model_dir, ignore_errors=True)
+    trainer.save_model(str(tmp_model_dir))
+    tokenizer.save_pretrained(str(tmp_model_dir))
+    (tmp_model_dir / "training_args.bin").unlink(missing_ok=True)  # a pickle; the settings are in results.json
+    shutil.rmtree(model_dir, ignore_errors=True)
+    os.replace(tmp_model_dir, model_dir)
+    shutil.rmtree(ckpt_dir, ignore_errors=True)
+
+    record = {
+        "trial_index": trial_index,
+        "seed": seed,
+        "best_epoch": best_epoch,
+        "epochs": settings.num_train_epochs,
+        "global_steps": trainer.state.global_step,
+        "train_seconds": round(train_seconds, 2),
+        "train_samples_per_second": train_output.metrics.get("train_samples_per_second"),
+        "test_seconds": round(test_seconds, 2),
+        "dev": dev.metrics,
+        "test": test.metrics,
+        "model_dir": str(model_dir),
+        "predictions_file": str(trial_dir / "test_predictions.txt"),
+        "fingerprint": settings.fingerprint(),
+    }
+    _atomic_write(trial_dir / "trial.json", json.dumps(record, indent=2))
+    return record
+
+
+def _best_epoch(trainer) -> float | None:
+    """The epoch of the checkpoint the Trainer kept as best (from its log history)."""
+    best = trainer.state.best_model_checkpoint
+    if best is None:
+        return None
+    step = int(Path(best).name.rsplit("-", 1)[-1])
+    for entry in trainer.state.log_history:
+        if entry.get("step") == step and "epoch" in entry:
+            return round(float(entry["epoch"]), 2)
+    return None
+
+
+def run_trials(settings: FinetuneSettings) -> dict[str, Any]:
+    """Run ``settings.num_trials`` seeded fine-tunings and write the reports (see the module docstring).
+
+    Returns:
+        The content of ``results.json``.
+
+    Raises:
+        DownstreamError: bad data, missing dataset, unusable checkpoint.
+    """
+    output_dir = Path(settings.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    files = _resolve_files(settings)
+    task = build_task(settings.task, files, iob1_policy=settings.iob1_policy, max_train_examples=settings.max_train_examples)
+    tokenizer = load_tokenizer(settings.checkpoint)
+    task.encode(tokenizer, max_seq_length=settings.max_seq_length)
+    counts = task.counts()
+    logger.info(
+        "%s: train %d / dev %d / test %d sentences, labels %s",
+        settings.dataset or settings.data_dir,
+        counts["train"]["sentences"],
+        counts["dev"]["sentences"],
+        counts["test"]["sentences"],
+        task.labels,
+    )
+    records = []
+    for trial_index in range(settings.num_trials):
+        record_path = output_dir / f"trial-{trial_index}" / "trial.json"
+        if record_path.is_file():
+            previous = json.loads(record_path.read_text())
+            if previous.get("fingerprint") == settings.fingerprint() and Path(previous.get("model_dir", "")).is_dir():
+                logger.info("trial %d (seed %d): already done, reusing %s", trial_index, previous["seed"], record_path)
+                records.append(previous)
+                continue
+        logger.info("trial %d/%d (seed %d)", trial_index + 1, settings.num_trials, settings.seed + trial_index)
+        records.append(run_trial(settings, task, tokenizer, trial_index))
+        _write_reports(settings, task, counts, records)
+    return _write_reports(settings, task, counts, records)
+
+
+def _write_reports(settings: FinetuneSettings, task, counts, records) -> dict[str, Any]:
+    headline = ("f1", "precision", "recall", "accuracy")
+    summary = {
+        split: {name: summarize([r[split][name] for r in records], ddof=STD_DDOF) for name in headline}
+        for split in ("dev", "test")
+    }
+    spec = None
+    if settings.dataset:
+        try:
+            spec = get_spec(settings.dataset)
+        except DownstreamError:
+            spec = None
+    report = {
+        "task": settings.task,
+        "dataset": settings.dataset or str(settings.data_dir),
+        "dataset_title": spec.title if spec else None,
+        "checkpoint": settings.checkpoint_name or settings.checkpoint,
+        "metric_mode": NER_METRIC_MODE if settings.task == "ner" else None,
+        "labels": task.labels,
+        "settings": settings.to_json(),
+        "counts": counts,
+        "num_trials": len(records),
+        "trials": records,
+        "summary": summary,
+        "std_ddof": STD_DDOF,
+    }
+    output_dir = Path(settings.output_dir)
+    _atomic_write(output_dir / "results.json", json.dumps(report, indent=2))
+    _atomic_write(output_dir / "results.md", format_markdown(report))
+    return report
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.2f}"
+
+
+def format_markdown(report: dict[str, Any]) -> str:
+    """``results.md``: per-trial dev/test entity-level P/R/F1 (percent) and the mean ± std over trials."""
+    lines = [
+        f"# {report['dataset']}: {report['task'].upper()} fine-tuning, {report['num_trials']} trial(s)",
+        "",
+        f"Checkpoint `{report['checkpoint']}`. Metrics in percent; {report.get('metric_mode') or ''}. "
+        f"Std is the sample standard deviation (ddof={report['std_ddof']}).",
+        "",
+        "| trial | seed | best epoch | dev P | dev R | dev F1 | test P | test R | test F1 | train s |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in report["trials"]:
+        lines.append(
+            f"| {r['trial_index']} | {r['seed']} | {r['best_epoch']} | {_pct(r['dev']['precision'])} | "
+            f"{_pct(r['dev']['recall'])} | {_pct(r['dev']['f1'])} | {_pct(r['test']['precision'])} | "
+            f"{_pct(r['test']['recall'])} | {_pct(r['test']['f1'])} | {r['train_seconds']:.0f} |"
+        )
+    lines += ["", "| split | metric | mean | std | min | max |", "|---|---|---:|---:|---:|---:|"]
+    for split in ("dev", "test"):
+        for name in ("f1", "precision", "recall"):
+            s = report["summary"][split][name]
+            lines.append(f"| {split} | {name} | {_pct(s['mean'])} | {_pct(s['std'])} | {_pct(s['min'])} | {_pct(s['max'])} |")
+    counts = report["counts"]
+    lines += ["", "| split | file | sentences | words | entities | windows |", "|---|---|---:|---:|---:|---:|"]
+    for split in ("train", "dev", "test"):
+        c = counts[split]
+        lines.append(f"| {split} | `{c['file']}` | {c['sentences']} | {c['words']} | {c['entities']} | {c.get('windows', '-')} |")
+    return "\n".join(lines) + "\n"
+
+
+def format_summary_table(report: dict[str, Any]) -> str:
+    """A plain-text table for the terminal: dev and test F1 per trial, then mean ± std."""
+    rows = [f"{report['dataset']} ({report['task']}), checkpoint {report['checkpoint']}, entity-level F1 (%)"]
+    rows.append(f"{'trial':>5} {'seed':>6} {'best ep':>8} {'dev F1':>8} {'test F1':>8}")
+    for r in report["trials"]:
+        rows.append(f"{r['trial_index']:>5} {r['seed']:>6} {str(r['best_epoch']):>8} {_pct(r['dev']['f1']):>8} {_pct(r['test']['f1']):>8}")
+    dev, test = report["summary"]["dev"]["f1"], report["summary"]["test"]["f1"]
+    rows.append(
+        f"{'mean':>5} {'':>6} {'':>8} {_pct(dev['mean']):>8} {_pct(test['mean']):>8}"
+    )
+    rows.append(f"{'std':>5} {'':>6} {'':>8} {_pct(dev['std']):>8} {_pct(test['std']):>8}   (ddof={report['std_ddof']})")
+    return "\n".join(rows)

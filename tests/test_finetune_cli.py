@@ -1,0 +1,138 @@
+"""The finetune command end to end on a tiny fixture and a tiny model, and the Trainer loss-scaling trap."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import FIXTURES, REPO_ROOT
+from typer.testing import CliRunner
+
+from bioelectra.cli import app
+from downstream.ner import read_ner_file
+
+runner = CliRunner()
+
+
+def _finetune(args):
+    result = runner.invoke(app, ["finetune", *args])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return result
+
+
+@pytest.mark.slow
+def test_finetune_cli_end_to_end(tmp_path, tiny_checkpoint):
+    out = tmp_path / "run"
+    data = FIXTURES / "ner-tiny"
+    common = ["--loader", "ner", "--data-dir", str(data), "--ckpt", str(tiny_checkpoint), "--epochs", "2",
+              "--batch-size", "2", "--learning-rate", "1e-3", "--max-seq-length", "16"]
+    result = _finetune([*common, "--output-dir", str(out), "--trials", "2", "--metric", "f1", "--greater_is_better"])
+    assert "dev F1" in result.output and "mean" in result.output
+
+    report = json.loads((out / "results.json").read_text())
+    assert report["num_trials"] == 2
+    assert [t["seed"] for t in report["trials"]] == [42, 43]
+    assert report["labels"] == ["O", "B", "I"]
+    for split, filename in (("train", "train.tsv"), ("dev", "devel.tsv"), ("test", "test.tsv")):
+        parsed = read_ner_file(data / filename)
+        assert report["counts"][split]["sentences"] == len(parsed.sentences)
+        assert report["counts"][split]["words"] == parsed.num_words
+    for trial in report["trials"]:
+        assert trial["test"]["num_words"] == read_ner_file(data / "test.tsv").num_words
+        assert 0.0 <= trial["dev"]["f1"] <= 1.0 and trial["best_epoch"] in (1.0, 2.0)
+    summary = report["summary"]["test"]["f1"]
+    assert summary["n"] == 2 and summary["ddof"] == 1
+    assert summary["min"] <= summary["mean"] <= summary["max"]
+    assert "| trial | seed |" in (out / "results.md").read_text()
+
+    # predictions: one "token gold predicted" line per test word, a blank line after each sentence
+    lines = (out / "trial-0" / "test_predictions.txt").read_text().split("\n")
+    test = read_ner_file(data / "test.tsv")
+    rows = [line.split(" ") for line in lines if line]
+    assert len(rows) == test.num_words
+    assert [r[0] for r in rows] == [w for s in test.sentences for w in s.words]
+    assert [r[1] for r in rows] == [t for s in test.sentences for t in s.tags]
+    assert all(r[2] in ("O", "B", "I") for r in rows)
+
+    # the kept model is a standard checkpoint: Auto class + pipeline
+    from transformers import AutoModelForTokenClassification, pipeline
+
+    model_dir = out / "trial-0" / "model"
+    model = AutoModelForTokenClassification.from_pretrained(model_dir)
+    assert model.config.id2label == {0: "O", 1: "B", 2: "I"}
+    tagger = pipeline("token-classification", model=str(model_dir), device="cpu")
+    assert isinstance(tagger("Familial adenomatous polyposis is rare ."), list)
+
+    # running again with more trials reuses the finished ones (same settings), runs only the new one
+    before = [(out / f"trial-{i}" / "trial.json").stat().st_mtime_ns for i in range(2)]
+    _finetune([*common, "--output_dir", str(out), "--trials", "3"])
+    after = [(out / f"trial-{i}" / "trial.json").stat().st_mtime_ns for i in range(2)]
+    assert before == after
+    report = json.loads((out / "results.json").read_text())
+    assert [t["seed"] for t in report["trials"]] == [42, 43, 44]
+
+
+def test_finetune_cli_errors_are_clear(tmp_path, tiny_checkpoint):
+    result = runner.invoke(app, ["finetune", "--loader", "ner", "--ckpt", str(tiny_checkpoint)])
+    assert result.exit_code == 2 and "--dataset NAME" in result.output
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for name in ("train.tsv", "devel.tsv", "test.tsv"):
+        (bad / name).write_text("Gout\tB\n\n")
+    (bad / "test.tsv").write_text("Gout B\n")
+    result = runner.invoke(
+        app, ["finetune", "--data-dir", str(bad), "--ckpt", str(tiny_checkpoint), "--output-dir", str(tmp_path / "o")]
+    )
+    assert result.exit_code == 2
+    assert "test.tsv:1: expected 'token<TAB>tag'" in result.output.replace("\n", "")
+
+
+def test_finetune_script_runs_from_a_checkout():
+    result = subprocess.run(
+        [sys.executable, "finetune.py", "--help"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "COLUMNS": "240", "TERMINAL_WIDTH": "240"},
+    )
+    assert result.returncode == 0, result.stderr
+    for option in ("--ckpt", "--loader", "--dataset", "--output-dir", "--trials", "--epochs", "--metric", "--max-seq-length"):
+        assert option in result.stdout
+
+
+def test_logged_loss_is_not_scaled_by_gradient_accumulation(tmp_path, tiny_checkpoint):
+    """STACK-NOTES' loss-scaling trap: with accumulation 2, the logged loss must be the plain mean."""
+    import torch
+    from transformers import Trainer, TrainingArguments
+
+    from downstream.tasks import NerTask
+
+    task = NerTask({"train": FIXTURES / "ner-tiny" / "train.tsv", "dev": FIXTURES / "ner-tiny" / "devel.tsv",
+                    "test": FIXTURES / "ner-tiny" / "test.tsv"})
+    from downstream.checkpoints import load_tokenizer
+
+    tokenizer = load_tokenizer(str(tiny_checkpoint))
+    task.encode(tokenizer, max_seq_length=32)
+    collator = task.data_collator(tokenizer)
+    features = task.dataset("train").features
+
+    def logged_loss(accepts_loss_kwargs: bool) -> tuple[float, float]:
+        torch.manual_seed(0)
+        model = task.build_model(str(tiny_checkpoint), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        assert model.accepts_loss_kwargs is False
+        model.accepts_loss_kwargs = accepts_loss_kwargs
+        with torch.no_grad():
+            expected = sum(model(**collator(features[i : i + 2])).loss.item() for i in (0, 2)) / 2
+        args = TrainingArguments(
+            output_dir=str(tmp_path / f"t{accepts_loss_kwargs}"), per_device_train_batch_size=2,
+            gradient_accumulation_steps=2, learning_rate=0.0, max_steps=1, logging_steps=1, use_cpu=True,
+            report_to="none", save_strategy="no", train_sampling_strategy="sequential",
+        )
+        trainer = Trainer(model=model, args=args, train_dataset=task.dataset("train"), data_collator=collator)
+        trainer.train()
+        logged = next(e["loss"] for e in trainer.state.log_history if "loss" in e)
+        return logged, expected
+
+    logged, expected = logged_loss(False)
+    assert logged == pytest.approx(expected, rel=1e-4)
+    # the trap is real: a model that claims to accept loss kwargs is logged at twice the loss
+    trapped, _ = logged_loss(True)
+    assert trapped == pytest.approx(2 * expected, rel=1e-4)
