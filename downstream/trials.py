@@ -164,20 +164,24 @@ def _finetune_trainer_class():
     return FinetuneTrainer
 
 
-def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> dict[str, Any]:
-    """Fine-tune one trial and return its record (also written to ``trial-<i>/trial.json``)."""
+def build_trainer(settings: FinetuneSettings, task, tokenizer, *, seed: int, output_dir: Path):
+    """The Trainer of one trial: a fresh model from the checkpoint, the task's data and dev evaluator.
+
+    Length-grouped training batches (``train_sampling_strategy="group_by_length"``), dynamic padding,
+    evaluation in length order, argmax before gathering predictions, one checkpoint kept (the best epoch
+    by ``settings.metric`` on the development set), bf16 on GPUs that support it.
+
+    Returns:
+        ``(trainer, dev_evaluator)``.
+    """
     import torch
     from transformers import TrainingArguments, set_seed
 
-    seed = settings.seed + trial_index
-    trial_dir = Path(settings.output_dir) / f"trial-{trial_index}"
-    trial_dir.mkdir(parents=True, exist_ok=True)
-    ckpt_dir = trial_dir / "checkpoints"
     set_seed(seed)  # before building the model: the new head's initialisation depends on it
     model = task.build_model(settings.checkpoint)
     cuda = torch.cuda.is_available()
     args = TrainingArguments(
-        output_dir=str(ckpt_dir),
+        output_dir=str(output_dir),
         num_train_epochs=settings.num_train_epochs,
         max_steps=settings.max_steps,
         learning_rate=settings.learning_rate,
@@ -214,6 +218,16 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
         compute_metrics=dev_evaluator,
         preprocess_logits_for_metrics=argmax_logits,
     )
+    return trainer, dev_evaluator
+
+
+def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> dict[str, Any]:
+    """Fine-tune one trial and return its record (also written to ``trial-<i>/trial.json``)."""
+    seed = settings.seed + trial_index
+    trial_dir = Path(settings.output_dir) / f"trial-{trial_index}"
+    trial_dir.mkdir(parents=True, exist_ok=True)
+    ckpt_dir = trial_dir / "checkpoints"
+    trainer, dev_evaluator = build_trainer(settings, task, tokenizer, seed=seed, output_dir=ckpt_dir)
     started = time.perf_counter()
     train_output = trainer.train()
     train_seconds = time.perf_counter() - started
