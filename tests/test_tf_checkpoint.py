@@ -516,3 +516,44 @@ def test_finetune_resolves_a_tf_checkpoint_once(tmp_path):
     stamp = (target / "model.safetensors").stat().st_mtime_ns
     assert _resolve_checkpoint(str(BF16), tmp_path) == str(target)
     assert (target / "model.safetensors").stat().st_mtime_ns == stamp  # reused, not converted again
+
+
+def test_generator_sharing_the_discriminator_encoder_maps_to_electra_scope():
+    # untied_generator = False in the original: the generator is the discriminator plus generator_predictions
+    mapping = tfc.generator_mapping(2, project=True, untied_embeddings=False, shared_encoder=True)
+    sources = {k: v.name for k, v in mapping.items()}
+    assert (
+        sources["electra.encoder.layer.1.output.dense.weight"]
+        == "electra/encoder/layer_1/output/dense/kernel"
+    )
+    assert sources["electra.embeddings_project.bias"] == "electra/embeddings_project/bias"
+    assert sources["electra.embeddings.word_embeddings.weight"] == "electra/embeddings/word_embeddings"
+    assert sources["generator_lm_head.bias"] == "generator_predictions/output_bias"
+    assert not any(name.startswith("generator/") for name in sources.values())
+
+
+def test_cli_generator_export_with_inline_hparams(tmp_path):
+    from transformers import ElectraForMaskedLM
+
+    from bioelectra.cli import app
+
+    out = tmp_path / "gen"
+    hparams = json.dumps({"model_size": "small", "model_hparam_overrides": {"hidden_size": 16}})
+    result = CliRunner().invoke(
+        app,
+        [
+            "convert",
+            "--tf-checkpoint",
+            str(FP32),
+            "-o",
+            str(out),
+            "--export",
+            "generator",
+            "--hparams",
+            hparams,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "generator: 28 variables mapped" in result.output
+    model = ElectraForMaskedLM.from_pretrained(out)
+    assert model.config.hidden_size == 4 and model.config.num_attention_heads == 1
