@@ -712,13 +712,16 @@ ORIGINAL_HPARAMS = frozenset(
     tpu_zone gcp_project pretrain_tfrecords vocab_file model_dir results_txt results_pkl
     max_predictions_per_seq""".split()
 )
-#: Keys accepted in a ``config.json`` next to the checkpoint (Bio-ELECTRA's format, or a transformers one).
+#: Keys accepted in a ``config.json`` next to the checkpoint: Bio-ELECTRA's format (its README) and the keys
+#: of a transformers ``ElectraConfig`` (5.x, plus 4.x's ``position_embedding_type`` / ``torch_dtype``).
 CONFIG_KEYS = frozenset(
     """model_type model_size vocab_size embedding_size hidden_size num_hidden_layers num_attention_heads
     intermediate_size generator_size hidden_act hidden_dropout_prob attention_probs_dropout_prob
     max_position_embeddings type_vocab_size initializer_range layer_norm_eps do_lower_case architectures
     pad_token_id summary_type summary_use_proj summary_activation summary_last_dropout position_embedding_type
-    use_cache classifier_dropout transformers_version torch_dtype dtype""".split()
+    use_cache classifier_dropout transformers_version torch_dtype dtype _name_or_path add_cross_attention
+    bos_token_id eos_token_id chunk_size_feed_forward id2label label2id is_decoder is_encoder_decoder
+    output_attentions output_hidden_states problem_type return_dict tie_word_embeddings""".split()
 )
 #: Sizes whose given value must equal what the tensors say.
 _SHAPE_KEYS = (

@@ -441,6 +441,8 @@ def test_unfilled_parameter_and_shape_mismatch_are_errors():
 def test_given_sizes_must_match_the_tensors(tmp_path):
     with pytest.raises(TFCheckpointError, match=r"hidden_size = 32, but the checkpoint's tensors say 16"):
         convert_tf_checkpoint(FP32, tmp_path / "a", config={"hidden_size": 32, "num_attention_heads": 2})
+    with pytest.raises(TFCheckpointError, match=r"unknown config key\(s\) \['hidden_sise'\]"):
+        convert_tf_checkpoint(FP32, tmp_path / "a", config={"hidden_sise": 16})
     with pytest.raises(TFCheckpointError, match="unknown hparam"):
         convert_tf_checkpoint(BF16, tmp_path / "b", hparams={"model_size": "small", "hidden_sise": 16})
     with pytest.raises(TFCheckpointError, match="do not divide hidden size 16"):
