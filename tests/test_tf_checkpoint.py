@@ -31,6 +31,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tf_checkpoints"
 FP32 = FIXTURES / "fp32-tied"
 BF16 = FIXTURES / "bf16-untied"
 DTYPES = FIXTURES / "dtypes"
+SHARDED = FIXTURES / "sharded"
 
 
 def expected(directory: Path) -> dict[str, np.ndarray]:
@@ -106,7 +107,7 @@ def test_crc32c_large_buffer_consistent():
 # ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("directory", [FP32, BF16, DTYPES], ids=lambda p: p.name)
+@pytest.mark.parametrize("directory", [FP32, BF16, DTYPES, SHARDED], ids=lambda p: p.name)
 def test_reader_returns_exactly_what_tensorflow_wrote(directory):
     reader = TFCheckpointReader(find_checkpoint(directory))
     want = expected(directory)
@@ -133,6 +134,18 @@ def test_reader_dtypes_and_shapes():
     bf16 = TFCheckpointReader(find_checkpoint(BF16))
     assert bf16.entries["electra/embeddings/word_embeddings"].dtype == "bfloat16"
     assert bf16.read("global_step").dtype == np.int64 and int(bf16.read("global_step")) == 7
+
+
+def test_reader_two_shards(tmp_path):
+    reader = TFCheckpointReader(find_checkpoint(SHARDED))
+    assert reader.num_shards == 2
+    assert {e.shard_id for e in reader.entries.values()} == {0, 1}
+    d = copy_fixture(SHARDED, tmp_path / "ckpt")
+    (d / "model.ckpt-3.data-00001-of-00002").unlink()
+    reader = TFCheckpointReader(find_checkpoint(d))
+    in_second = next(n for n, e in reader.entries.items() if e.shard_id == 1)
+    with pytest.raises(FileNotFoundError, match="data-00001-of-00002"):
+        reader.read(in_second)
 
 
 def test_reader_refuses_string_and_partitioned_variables():
