@@ -956,6 +956,16 @@ def _plan(
                 f"generator size {gen_size} x hidden "
                 f"{hidden} != the generator's hidden size {g_hidden} in the tensors"
             )
+        gen_layers_frac = hparams.get("generator_layers")
+        if (
+            gen_layers_frac is not None
+            and not shared_encoder
+            and round(layers * float(gen_layers_frac)) != g_layers
+        ):
+            raise TFCheckpointError(
+                f"{hparams_src}: generator_layers {gen_layers_frac} x {layers} layers != the generator's "
+                f"{g_layers} layers in the tensors"
+            )
         # original get_generator_config: heads = max(1, generator hidden // 64)
         g_heads = heads if shared_encoder else max(1, g_hidden // 64)
         gen_config = ElectraConfig(

@@ -458,6 +458,14 @@ def test_given_sizes_must_match_the_tensors(tmp_path):
         convert_tf_checkpoint(FP32, tmp_path / "a", config={"hidden_sise": 16})
     with pytest.raises(TFCheckpointError, match="unknown hparam"):
         convert_tf_checkpoint(BF16, tmp_path / "b", hparams={"model_size": "small", "hidden_sise": 16})
+    with pytest.raises(
+        TFCheckpointError, match=r"generator_layers 1.0 x 2 layers != the generator's 1 layers"
+    ):
+        convert_tf_checkpoint(BF16, tmp_path / "e", hparams={"generator_layers": 1.0})
+    with pytest.raises(
+        TFCheckpointError, match=r"generator size 0.5 x hidden 16 != the generator's hidden size 4"
+    ):
+        convert_tf_checkpoint(FP32, tmp_path / "f", config={"generator_size": "0.5"})
     with pytest.raises(TFCheckpointError, match="do not divide hidden size 16"):
         convert_tf_checkpoint(FP32, tmp_path / "c", num_attention_heads=3)
     with pytest.raises(
