@@ -9,6 +9,7 @@ object, calls one library function, prints the result and turns library errors i
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -182,9 +183,11 @@ def finetune(
 def _resolve_checkpoint(ckpt: str, output_dir: Path) -> str:
     """Turn ``--ckpt`` into something ``from_pretrained`` loads: a directory or a hub id.
 
-    A size preset is built (randomly initialised) under ``output_dir/init-<preset>``.
+    A size preset is built (randomly initialised) under ``output_dir/init-<preset>``. An original TensorFlow
+    checkpoint directory is converted (discriminator) once into ``output_dir/converted-discriminator``.
     """
     from bioelectra.presets import PRESETS, build_preset_checkpoint
+    from bioelectra.tf_checkpoint import convert_tf_checkpoint, find_checkpoint, is_tf_checkpoint_dir
 
     if ckpt in PRESETS:
         target = output_dir / f"init-{ckpt}"
@@ -194,6 +197,14 @@ def _resolve_checkpoint(ckpt: str, output_dir: Path) -> str:
         )
         return str(build_preset_checkpoint(ckpt, target))
     path = Path(ckpt)
+    if is_tf_checkpoint_dir(path):
+        target = output_dir / "converted-discriminator"
+        stamp = target / "conversion_report.json"
+        source = str(find_checkpoint(path))
+        if not (stamp.is_file() and json.loads(stamp.read_text()).get("checkpoint") == source):
+            report = convert_tf_checkpoint(path, target, export="discriminator", overwrite=True)
+            console.print(f"converted TF checkpoint {report.checkpoint} (step {report.step}) to {target}")
+        return str(target)
     if path.is_dir():
         return str(path)
     if path.exists():
@@ -223,10 +234,139 @@ def _resolve_checkpoint(ckpt: str, output_dir: Path) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
+class Export(StrEnum):
+    discriminator = "discriminator"
+    generator = "generator"
+    both = "both"
+
+
+class ModelSize(StrEnum):
+    small = "small"
+    base = "base"
+    large = "large"
+
+
 @app.command("convert")
-def convert() -> None:
-    """Convert an original TensorFlow ELECTRA checkpoint to Hugging Face checkpoints (not implemented yet)."""
-    _fail(NotImplementedError("convert: not implemented yet"))
+def convert(
+    tf_checkpoint_arg: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="TF_CHECKPOINT",
+            help="Directory with the original checkpoint (checkpoint file and/or model.ckpt-N.index + "
+            ".data-*), vocab.txt and optionally config.json / hparams.json.",
+            show_default=False,
+        ),
+    ] = None,
+    tf_checkpoint: Annotated[
+        Path | None,
+        typer.Option("--tf-checkpoint", "--tf_checkpoint", help="Same as the positional argument."),
+    ] = None,
+    output_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--output-dir",
+            "--output_dir",
+            "-o",
+            help="Where the transformers checkpoint goes (default <TF_CHECKPOINT>-hf).",
+        ),
+    ] = None,
+    export: Annotated[
+        Export,
+        typer.Option(
+            help="discriminator (ElectraForPreTraining), generator (ElectraForMaskedLM), "
+            "or both (two subdirectories)."
+        ),
+    ] = Export.discriminator,
+    config: Annotated[
+        Path | None,
+        typer.Option(help="Bio-ELECTRA-style config.json (default: config.json in the checkpoint dir)."),
+    ] = None,
+    hparams: Annotated[
+        str | None,
+        typer.Option(
+            help="The original run_pretraining.py --hparams: a JSON file or inline JSON "
+            "(default: hparams.json in the checkpoint directory)."
+        ),
+    ] = None,
+    vocab_file: Annotated[
+        Path | None,
+        typer.Option("--vocab-file", help="WordPiece vocabulary (default: vocab.txt in the checkpoint dir)."),
+    ] = None,
+    model_size: Annotated[
+        ModelSize | None,
+        typer.Option("--model-size", help="Original model size, checked against the tensors."),
+    ] = None,
+    num_attention_heads: Annotated[
+        int | None,
+        typer.Option(
+            "--num-attention-heads",
+            min=1,
+            help="Discriminator heads (default: config/hparams, else hidden_size // 64 as the original).",
+        ),
+    ] = None,
+    do_lower_case: Annotated[
+        bool | None,
+        typer.Option(
+            "--do-lower-case/--no-lower-case",
+            help="Tokenizer casing (default: hparams/config, else inferred from vocab.txt).",
+            show_default=False,
+        ),
+    ] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output dir.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+) -> None:
+    """Convert an original TensorFlow ELECTRA / Bio-ELECTRA checkpoint to transformers (no TensorFlow)."""
+    _setup_logging(verbose)
+    from bioelectra.tf_checkpoint import TFCheckpointError, convert_tf_checkpoint
+
+    if tf_checkpoint_arg is not None and tf_checkpoint is not None and tf_checkpoint_arg != tf_checkpoint:
+        _fail(_UserError("give the checkpoint directory once: as TF_CHECKPOINT or as --tf-checkpoint"))
+    source = tf_checkpoint_arg or tf_checkpoint
+    if source is None:
+        _fail(_UserError("missing the checkpoint directory: TF_CHECKPOINT or --tf-checkpoint DIR"))
+        return
+    out = output_dir or source.with_name(f"{source.name}-hf")
+    try:
+        report = convert_tf_checkpoint(
+            source,
+            out,
+            export=export.value,
+            config=config,
+            hparams=hparams,
+            vocab_file=vocab_file,
+            model_size=model_size.value if model_size is not None else None,
+            num_attention_heads=num_attention_heads,
+            do_lower_case=do_lower_case,
+            overwrite=overwrite,
+        )
+    except (TFCheckpointError, FileNotFoundError, ValueError, OSError) as exc:
+        _fail(exc)
+        return
+    print(_format_conversion_report(report))
+    if report.vocab_note:
+        console.print(f"[bold yellow]note:[/] {report.vocab_note}")
+
+
+def _format_conversion_report(report) -> str:
+    lines = [f"checkpoint: {report.checkpoint} (step {report.step})"]
+    for part, mapped in report.mapped.items():
+        z = getattr(report, part)
+        lines.append(
+            f"{part}: {mapped} variables mapped -> {report.outputs[part]}  (hidden {z['hidden_size']}, "
+            f"layers {z['num_hidden_layers']}, heads {z['num_attention_heads']}, "
+            f"embedding {z['embedding_size']}, ffn {z['intermediate_size']}, vocab {z['vocab_size']}, "
+            f"positions {z['max_position_embeddings']}, token types {z['type_vocab_size']})"
+        )
+    lines.append(
+        f"ignored: {report.ignored_optimizer_slots} optimizer slots, "
+        f"bookkeeping {', '.join(report.ignored_bookkeeping) or 'none'}; "
+        f"not exported: {len(report.unused_model_variables)} model variables"
+    )
+    lines.append(
+        f"dtypes read: {report.dtypes}; {report.bytes_read / 1e6:.1f} MB crc-verified; "
+        f"do_lower_case={report.do_lower_case} ({report.do_lower_case_source}); {report.seconds:.1f} s"
+    )
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -136,3 +136,25 @@ def test_logged_loss_is_not_scaled_by_gradient_accumulation(tmp_path, tiny_check
     # the trap is real: a model that claims to accept loss kwargs is logged at twice the loss
     trapped, _ = logged_loss(True)
     assert trapped == pytest.approx(2 * expected, rel=1e-4)
+
+
+@pytest.mark.slow
+def test_finetune_accepts_an_original_tensorflow_checkpoint(tmp_path):
+    """`finetune --ckpt <TF checkpoint dir>` converts the discriminator once and fine-tunes it."""
+    tf_dir = FIXTURES / "tf_checkpoints" / "fp32-tied"
+    out = tmp_path / "run"
+    args = ["--loader", "ner", "--data-dir", str(FIXTURES / "ner-tiny"), "--ckpt", str(tf_dir), "--output-dir", str(out),
+            "--max-steps", "2", "--batch-size", "4", "--max-seq-length", "16"]
+    result = _finetune(args)
+    assert "converted TF checkpoint" in result.output
+    converted = out / "converted-discriminator"
+    assert json.loads((converted / "conversion_report.json").read_text())["step"] == 10
+    report = json.loads((out / "results.json").read_text())
+    assert report["trials"][0]["test"]["num_words"] == read_ner_file(FIXTURES / "ner-tiny" / "test.tsv").num_words
+    from transformers import AutoModelForTokenClassification
+
+    model = AutoModelForTokenClassification.from_pretrained(out / "trial-0" / "model")
+    assert model.config.vocab_size == len((tf_dir / "vocab.txt").read_text().split())
+    # a second run reuses the conversion
+    result = _finetune([*args, "--trials", "2"])
+    assert "converted TF checkpoint" not in result.output
