@@ -101,20 +101,20 @@ def read_text_file(path: str | os.PathLike, *, blanks_separate_docs: bool = True
     """
     path = Path(path)
     doc: Document = []
-    lineno = 0
-    try:
-        with _open_text(path) as f:
-            for lineno, raw in enumerate(f, start=1):  # noqa: B007 (lineno used in the error)
-                line = raw.strip()
-                if line:
-                    doc.append(line)
-                elif blanks_separate_docs and doc:
-                    yield doc
-                    doc = []
-    except UnicodeDecodeError as exc:
-        raise CorpusError(
-            f"{path}:{lineno + 1}: expected UTF-8 text, got undecodable bytes ({exc.reason})"
-        ) from exc
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as f:  # decoded line by line, so an error can name its line
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as exc:
+                raise CorpusError(
+                    f"{path}:{lineno}: expected UTF-8 text, got undecodable bytes ({exc.reason})"
+                ) from exc
+            if line:
+                doc.append(line)
+            elif blanks_separate_docs and doc:
+                yield doc
+                doc = []
     if doc:
         yield doc
 

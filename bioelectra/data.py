@@ -29,8 +29,9 @@ Randomness: each document has its own ``random.Random`` seeded from ``(seed, doc
 output depends only on the corpus, the options and ``seed``, not on ``num_processes``.
 
 Validation: a document goes to the ``validation`` split when a seeded uniform draw for it is below
-``eval_fraction``; if none did and the corpus has at least 2 documents, the document with the smallest
-draw does (its examples are the only ones held back in memory while streaming).
+``eval_fraction``; if no draw is and the corpus has at least 2 documents, its last document does (while no
+validation document has been drawn, the latest document's examples are held back in memory, so the order
+of ``train`` is the corpus order whatever the chunking).
 """
 
 from __future__ import annotations
@@ -601,6 +602,7 @@ def build_pretraining_data(settings: BuildDataSettings) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.tmp-", dir=output_dir.parent))
     try:
         tokenizer.save_pretrained(str(tmp / TOKENIZER_DIRNAME))
+        shutil.copyfile(settings.vocab_file, tmp / TOKENIZER_DIRNAME / "vocab.txt")
         examples_dir = tmp / EXAMPLES_DIRNAME
         examples_dir.mkdir()
         writers = {s: _SplitWriter(examples_dir / s, s, settings.examples_per_shard) for s in SPLITS}
@@ -621,7 +623,7 @@ def build_pretraining_data(settings: BuildDataSettings) -> dict:
             settings.carry_overflow,
             settings.do_lower_case,
         )
-        held: tuple[float, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None  # min-draw train doc
+        held: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # latest doc, while no eval doc
         eval_docs = 0
         bar = tqdm(unit=" docs", desc="build-data", disable=not settings.progress, dynamic_ncols=True)
 
@@ -632,20 +634,15 @@ def build_pretraining_data(settings: BuildDataSettings) -> dict:
             is_eval = draws < settings.eval_fraction
             eval_docs += int(is_eval.sum())
             is_train = ~is_eval
-            if settings.eval_fraction > 0 and eval_docs == 0 and is_train.any():
-                # fallback for tiny corpora: hold back the train document with the smallest draw
-                candidates = np.where(is_train, draws, np.inf)
-                best = int(np.argmin(candidates))
-                if held is None or draws[best] < held[0]:
-                    if held is not None:
-                        writers["train"].write(*held[1])
-                    one = np.zeros(n_docs, dtype=bool)
-                    one[best] = True
-                    held = (float(draws[best]), _slice_docs(result, one))
-                    is_train = is_train & ~one
-            elif held is not None:  # a real validation document exists: the held one is train again
-                writers["train"].write(*held[1])
+            if held is not None:  # the previous chunk's last train document, in its place
+                writers["train"].write(*held)
                 held = None
+            if settings.eval_fraction > 0 and eval_docs == 0 and is_train.any():
+                # no validation document drawn yet: delay the latest document, it may have to be the one
+                last = np.zeros(n_docs, dtype=bool)
+                last[np.flatnonzero(is_train)[-1]] = True
+                held = _slice_docs(result, last)
+                is_train &= ~last
             writers["train"].write(*_slice_docs(result, is_train))
             writers["validation"].write(*_slice_docs(result, is_eval))
             for name in ("sentences", "tokens", "tokens_in_examples", "tokens_lost", "examples"):
@@ -676,7 +673,7 @@ def build_pretraining_data(settings: BuildDataSettings) -> dict:
         bar.close()
         if held is not None:
             split = "validation" if corpus_stats.documents >= 2 and eval_docs == 0 else "train"
-            writers[split].write(*held[1])
+            writers[split].write(*held)
             eval_docs += split == "validation"
         if corpus_stats.documents == 0:
             raise ValueError(

@@ -67,6 +67,9 @@ def save_tokenizer_files(
     tokenizer = make_tokenizer(vocab_file, do_lower_case=do_lower_case, strip_accents=strip_accents)
     output_dir.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(str(output_dir))
+    target = output_dir / "vocab.txt"  # transformers 5 writes tokenizer.json only
+    if not target.exists() or not os.path.samefile(vocab_file, target):
+        shutil.copyfile(vocab_file, target)
     return output_dir
 
 
