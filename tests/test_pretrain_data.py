@@ -194,16 +194,26 @@ def test_jsonl_reader_string_list_and_errors(tmp_path):
 
 
 @pytest.mark.parametrize("do_lower_case", [False, True])
-def test_wordpiece_encoder_matches_fast_tokenizer(do_lower_case):
+@pytest.mark.parametrize("cache_size", [200_000, 7])
+def test_wordpiece_encoder_matches_fast_tokenizer(do_lower_case, cache_size, monkeypatch):
+    import bioelectra.data
+
+    monkeypatch.setattr(bioelectra.data, "WORD_CACHE_SIZE", cache_size)  # 7: caches cleared all the time
     tokenizer = make_tokenizer(bio_electra_vocab_file(), do_lower_case=do_lower_case)
     rng = random.Random(0)
-    alphabet = "abcXYZ019 -/().,;:%'\"[]{}<>=+*&^$#@!?~`|\\_"
-    lines = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 80))) for _ in range(300)]
+    ascii_alphabet = "abcXYZ019 -/().,;:%'\"[]{}<>=+*&^$#@!?~`|\\_"
+    other = "éÉüßµβΔ–—′″±×°中文\u00a0\u2009\u200b\u2028\x0c\x85\x1e\t\x00\x7f\ufffd\u0301"
+    lines = ["".join(rng.choice(ascii_alphabet) for _ in range(rng.randint(1, 80))) for _ in range(200)]
+    mixed = ascii_alphabet + "".join(c for c in other if c not in "\u2028\x0c\x85\x1e")
+    lines += [
+        "".join(rng.choice(ascii_alphabet + other) for _ in range(rng.randint(1, 80))) for _ in range(200)
+    ]
+    lines += ["".join(rng.choice(mixed) for _ in range(rng.randint(1, 80))) for _ in range(300)]
     lines += [
         "IL-6 (interleukin-6) activates STAT3; P<0.01.",
         "x" * 150,  # longer than max_input_chars_per_word: [UNK]
-        "Tab\tseparated and\u00a0no-break space",  # not printable ASCII: full pipeline
-        "Café naïve résumé µg/mL β-catenin 3′-UTR",
+        "Tab\tseparated and\u00a0no-break space",
+        "Café naïve résumé µg/mL β-catenin 3′-UTR, 37 °C ± 2",
         "CJK 中文 text",
         "",
         "   ",
@@ -211,7 +221,8 @@ def test_wordpiece_encoder_matches_fast_tokenizer(do_lower_case):
     encoder = WordPieceEncoder(tokenizer.backend_tokenizer.to_str(), do_lower_case=do_lower_case)
     expected = [tokenizer.backend_tokenizer.encode(line, add_special_tokens=False).ids for line in lines]
     assert encoder.encode(lines) == expected
-    assert encoder.encode(lines) == expected  # second pass: all from the cache
+    assert encoder.encode(lines) == expected  # second pass: from the caches
+    assert len(encoder.word_cache) <= cache_size + 80
 
 
 # --------------------------------------------------------------------------------------------------
