@@ -101,22 +101,34 @@ def read_text_file(path: str | os.PathLike, *, blanks_separate_docs: bool = True
     """
     path = Path(path)
     doc: Document = []
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as f:  # decoded line by line, so an error can name its line
-        for lineno, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8").strip()
-            except UnicodeDecodeError as exc:
-                raise CorpusError(
-                    f"{path}:{lineno}: expected UTF-8 text, got undecodable bytes ({exc.reason})"
-                ) from exc
-            if line:
-                doc.append(line)
-            elif blanks_separate_docs and doc:
-                yield doc
-                doc = []
+    try:
+        with _open_text(path) as f:
+            for raw in f:
+                line = raw.strip()
+                if line:
+                    doc.append(line)
+                elif blanks_separate_docs and doc:
+                    yield doc
+                    doc = []
+    except UnicodeDecodeError as exc:
+        lineno = _line_of_bad_utf8(path)
+        raise CorpusError(
+            f"{path}:{lineno}: expected UTF-8 text, got undecodable bytes ({exc.reason})"
+        ) from exc
     if doc:
         yield doc
+
+
+def _line_of_bad_utf8(path: Path) -> int | str:
+    """Line number of the first line that is not UTF-8 (the decoder works in blocks, so re-scan)."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return lineno
+    return "?"
 
 
 def _element_text(elem: ET.Element) -> str:

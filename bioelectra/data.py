@@ -290,7 +290,8 @@ class WordPieceEncoder:
     text). Measured on the shared corpus (CPU seconds, one process): OHSUMED 255k -> 640k tokens/s,
     ASReview abstracts 350k -> 800k, eLife full text (78% of its text in non-ASCII lines) 420k -> 510k. A
     cache for non-ASCII whitespace tokens as well was tried and was slower than ``tokenizers`` on them.
-    The cache is cleared when it would exceed ``WORD_CACHE_SIZE`` entries, so memory stays bounded.
+    The cache is cleared when it would exceed ``WORD_CACHE_SIZE`` entries, so it holds at most that many
+    plus the distinct words of one batch (bounded by ``chunk_chars``): memory stays bounded.
 
     Args:
         tokenizer_json: ``backend_tokenizer.to_str()`` of the ``ElectraTokenizerFast`` being saved.
@@ -322,6 +323,7 @@ class WordPieceEncoder:
         """WordPiece ids of each line, without special tokens; ``len(result) == len(lines)``."""
         out: list[list[int]] = [[] for _ in lines]
         others: list[int] = []
+        deferred: list[tuple[int, list[str]]] = []
         findall = _ASCII_PRETOKEN.findall
         flatten = chain.from_iterable
         word_ids = self.word_cache.__getitem__
@@ -334,7 +336,10 @@ class WordPieceEncoder:
             try:
                 out[i] = list(flatten(map(word_ids, words)))
             except KeyError:
-                self._fill(words)
+                deferred.append((i, words))
+        if deferred:  # one batch for every word missing in this call
+            self._fill(w for _, words in deferred for w in words)
+            for i, words in deferred:
                 out[i] = list(flatten(map(word_ids, words)))
         if others:
             encodings = self.full.encode_batch_fast([lines[i] for i in others], add_special_tokens=False)
