@@ -2,7 +2,8 @@
 """Throughput and peak memory of ``build-data`` on the shared corpus; prints one JSON object.
 
     python bench/build_data_throughput.py --corpus ohsumed --num-processes 1
-    python bench/build_data_throughput.py --corpus all --num-processes 1       # ~199 MB of text
+    python bench/build_data_throughput.py --corpus all --num-processes 1       # the whole shared corpus
+    python bench/build_data_throughput.py --corpus all --prepare-only          # just convert it to text
 
 ``--corpus ohsumed``: ``corpus/ohsumed-single-23/ohsumed_single_23.tar.gz`` extracted (one file = one
 document; 9.4 MB, 1.83 M WordPiece tokens with Bio-ELECTRA's vocabulary).
@@ -18,7 +19,8 @@ and supplementary material left out).
 
 The build runs in a child process so that its peak RSS (``ru_maxrss``; workers reported separately) is
 the build's alone. Throughput is WordPiece tokens (no special tokens) per second of the streaming build
-(reading, tokenizing, packing, writing); ``setup_seconds`` (imports, tokenizer) is reported beside it.
+(reading, tokenizing, packing, writing); ``setup_seconds`` (imports, tokenizer) is reported beside it,
+and ``tokens_per_cpu_second`` (main process CPU time, setup included) is less sensitive to other jobs.
 This machine may be shared: the load average before and after is recorded. No timed asserts.
 """
 
@@ -41,13 +43,15 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared" / "data" / "corpus"
 
 _CHILD = """
-import json, resource, sys
+import json, resource, sys, time
 from pathlib import Path
 sys.path.insert(0, {repo!r})
 from bioelectra.data import BuildDataSettings, build_pretraining_data
 s = BuildDataSettings(corpus_dir=Path({corpus!r}), vocab_file=Path({vocab!r}), output_dir=Path({out!r}),
     max_seq_length={msl}, num_processes={np}, do_lower_case={lower}, carry_overflow={carry}, overwrite=True)
+cpu0 = time.process_time()
 info = build_pretraining_data(s)
+info["cpu_seconds"] = time.process_time() - cpu0  # setup included
 info["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 info["workers_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print("BENCH_RESULT " + json.dumps(info))
@@ -209,6 +213,7 @@ def main() -> None:
     parser.add_argument("--max-seq-length", type=int, default=128)
     parser.add_argument("--do-lower-case", action="store_true", help="Default: cased, as Bio-ELECTRA.")
     parser.add_argument("--drop-overflow", action="store_true", help="Drop cut tokens as the original does.")
+    parser.add_argument("--prepare-only", action="store_true", help="Only convert the corpus.")
     args = parser.parse_args()
 
     sys.path.insert(0, str(REPO_ROOT))
@@ -223,6 +228,9 @@ def main() -> None:
     else:
         corpus = prepare_all(args.work_dir)
     prepare_seconds = time.perf_counter() - t0
+    if args.prepare_only:
+        print(json.dumps({"corpus_dir": str(corpus), "corpus_bytes": _corpus_bytes(corpus)}))
+        return
     out = args.work_dir / f"out-{args.corpus}-{args.num_processes}"
     code = _CHILD.format(
         repo=str(REPO_ROOT),
@@ -268,6 +276,8 @@ def main() -> None:
         "tokens_per_second": info["tokens_per_second"],
         "elapsed_seconds": info["elapsed_seconds"],
         "setup_seconds": info["setup_seconds"],
+        "cpu_seconds": info["cpu_seconds"],
+        "tokens_per_cpu_second": counts["tokens"] / info["cpu_seconds"],
         "child_wall_seconds": wall,
         "prepare_seconds": prepare_seconds,
         "peak_rss_mb": info["peak_rss_mb"],
