@@ -239,11 +239,13 @@ def list_corpus_files(corpus_dir: str | os.PathLike) -> list[Path]:
         return [corpus_dir]
     if not corpus_dir.is_dir():
         raise FileNotFoundError(f"corpus directory not found: {corpus_dir}")
-    files = []
+    relative: list[str] = []
     for root, dirs, names in os.walk(corpus_dir):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        files.extend(Path(root) / n for n in names if not n.startswith("."))
-    return sorted(files, key=lambda p: p.relative_to(corpus_dir).as_posix())
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        rel_root = os.path.relpath(root, corpus_dir)
+        prefix = "" if rel_root == "." else rel_root.replace(os.sep, "/") + "/"
+        relative.extend(prefix + n for n in names if not n.startswith("."))
+    return [corpus_dir / r for r in sorted(relative)]
 
 
 def iter_documents(
