@@ -180,18 +180,6 @@ def pack_document(
         yield from emit()
 
 
-def make_example(
-    first: list[int], second: list[int], *, cls_id: int, sep_id: int
-) -> tuple[list[int], list[int]]:
-    """``input_ids`` = [CLS] A [SEP] (B [SEP]) and ``token_type_ids`` (0 through the first [SEP], 1 after)."""
-    input_ids = [cls_id, *first, sep_id]
-    token_type_ids = [0] * len(input_ids)
-    if second:
-        input_ids += [*second, sep_id]
-        token_type_ids += [1] * (len(second) + 1)
-    return input_ids, token_type_ids
-
-
 # --------------------------------------------------------------------------------------------------
 # settings and worker side
 # --------------------------------------------------------------------------------------------------
