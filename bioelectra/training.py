@@ -766,11 +766,13 @@ def run_pretraining(
     hparams: Mapping[str, Any] | PretrainingHparams | None = None,
     init_from: str | os.PathLike | None = None,
     training_args_overrides: Mapping[str, Any] | None = None,
+    callbacks: Iterable[TrainerCallback] = (),
 ) -> dict[str, Any]:
     """Pre-train (or continue pre-training) ELECTRA on a ``build-data`` directory.
 
     Running it again with the same ``output_dir`` resumes from the newest ``checkpoint-N`` (model,
-    optimizer, scheduler and RNG state), as the original ``run_pretraining.py`` does.
+    optimizer, scheduler and RNG state), as the original ``run_pretraining.py`` does. After the last step
+    the pre-training metrics are computed and written to ``output_dir/eval_results.json``.
 
     Args:
         data_dir: a ``build-data`` directory (``examples/``, ``tokenizer/``, ``build_info.json``).
@@ -780,12 +782,55 @@ def run_pretraining(
         init_from: start from these weights (see :func:`load_pretraining_model`) instead of a random
             initialisation; the optimizer and schedule start afresh. Ignored when resuming.
         training_args_overrides: extra ``TrainingArguments`` (tests, launchers).
+        callbacks: extra ``TrainerCallback`` objects.
 
     Returns:
         ``{"global_step", "train_loss", "eval": {metric: value}, "output_dir"}``.
 
     Raises:
         FileNotFoundError, ValueError: bad data directory, hparams or ``init_from``.
+    """
+    trainer, resume = prepare_pretraining(
+        data_dir=data_dir,
+        output_dir=output_dir,
+        model_size=model_size,
+        hparams=hparams,
+        init_from=init_from,
+        training_args_overrides=training_args_overrides,
+        callbacks=callbacks,
+    )
+    if resume:
+        logger.info("resuming from %s", resume)
+    result = trainer.train(resume_from_checkpoint=resume)
+    metrics = trainer.evaluate()
+    eval_metrics = {k.removeprefix("eval_"): v for k, v in metrics.items()}
+    output_dir = Path(output_dir)
+    summary = {
+        "global_step": trainer.state.global_step,
+        "train_loss": result.training_loss,
+        "eval": _json_safe(eval_metrics),
+        "output_dir": str(output_dir),
+    }
+    if trainer.args.process_index == 0:
+        (output_dir / EVAL_RESULTS_FILE).write_text(json.dumps(summary["eval"], indent=2) + "\n")
+    return summary
+
+
+def prepare_pretraining(
+    *,
+    data_dir: str | os.PathLike,
+    output_dir: str | os.PathLike,
+    model_size: str = "small",
+    hparams: Mapping[str, Any] | PretrainingHparams | None = None,
+    init_from: str | os.PathLike | None = None,
+    training_args_overrides: Mapping[str, Any] | None = None,
+    callbacks: Iterable[TrainerCallback] = (),
+) -> tuple[ElectraPretrainer, str | None]:
+    """Everything :func:`run_pretraining` does before ``trainer.train``: resolve the hparams, open the data,
+    build (or load) the model, write ``hparams.json``, and find the checkpoint to resume from.
+
+    Returns:
+        ``(trainer, checkpoint_to_resume_or_None)``; arguments and errors as :func:`run_pretraining`.
     """
     from transformers import set_seed
 
@@ -836,23 +881,10 @@ def run_pretraining(
         eval_dataset=data.validation,
         data_collator=make_collator(data.tokenizer, hp),
         processing_class=data.tokenizer,
-        callbacks=[SaveAtEndCallback()],
+        callbacks=[SaveAtEndCallback(), *callbacks],
         hparams=hp,
     )
-    if resume:
-        logger.info("resuming from %s", resume)
-    result = trainer.train(resume_from_checkpoint=resume)
-    metrics = trainer.evaluate()
-    eval_metrics = {k.removeprefix("eval_"): v for k, v in metrics.items()}
-    summary = {
-        "global_step": trainer.state.global_step,
-        "train_loss": result.training_loss,
-        "eval": _json_safe(eval_metrics),
-        "output_dir": str(output_dir),
-    }
-    if args.process_index == 0:
-        (output_dir / EVAL_RESULTS_FILE).write_text(json.dumps(summary["eval"], indent=2) + "\n")
-    return summary
+    return trainer, resume
 
 
 def evaluate_checkpoint(
