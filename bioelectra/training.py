@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import Trainer, TrainerCallback, TrainingArguments
+from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments
 
 from bioelectra.configuration import ElectraPretrainingConfig
 from bioelectra.masking import ElectraMaskingCollator
@@ -519,6 +519,16 @@ class SaveAtEndCallback(TrainerCallback):
         return control
 
 
+class LogMetricsCallback(TrainerCallback):
+    """Send the Trainer's logs (losses, learning rate, metrics) to this module's logger instead of stdout
+    (replaces ``PrinterCallback``: only the CLI prints)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.is_world_process_zero and logs:
+            shown = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in logs.items()}
+            logger.info("step %d: %s", state.global_step, json.dumps(shown))
+
+
 class ElectraPretrainer(Trainer):
     """``Trainer`` for :class:`ElectraPretrainingModel`, extended only through its hooks.
 
@@ -702,6 +712,14 @@ def find_checkpoint(model_dir: str | os.PathLike, step: int | None = None) -> Pa
     raise FileNotFoundError(f"{model_dir}: no checkpoint-N directories and no config.json")
 
 
+def _checkpoint_step(checkpoint: str | os.PathLike) -> int:
+    """``global_step`` recorded in a Trainer checkpoint's ``trainer_state.json`` (0 when absent)."""
+    state_file = Path(checkpoint) / "trainer_state.json"
+    if not state_file.is_file():
+        return 0
+    return int(json.loads(state_file.read_text()).get("global_step", 0))
+
+
 def _last_checkpoint(output_dir: Path) -> str | None:
     try:
         found = find_checkpoint(output_dir)
@@ -799,15 +817,24 @@ def run_pretraining(
         training_args_overrides=training_args_overrides,
         callbacks=callbacks,
     )
-    if resume:
-        logger.info("resuming from %s", resume)
-    result = trainer.train(resume_from_checkpoint=resume)
+    done = _checkpoint_step(resume) if resume else 0
+    if resume and done >= trainer.args.max_steps:
+        # Trainer would run one more step past max_steps on a finished run: evaluate only.
+        logger.info("%s is at step %d of %d: training already finished", resume, done, trainer.args.max_steps)
+        finished = ElectraPretrainingModel.from_pretrained(resume)
+        trainer.model.load_state_dict(finished.state_dict())
+        trainer.state.global_step = done
+        train_loss = None
+    else:
+        if resume:
+            logger.info("resuming from %s", resume)
+        train_loss = trainer.train(resume_from_checkpoint=resume).training_loss
     metrics = trainer.evaluate()
     eval_metrics = {k.removeprefix("eval_"): v for k, v in metrics.items()}
     output_dir = Path(output_dir)
     summary = {
         "global_step": trainer.state.global_step,
-        "train_loss": result.training_loss,
+        "train_loss": train_loss,
         "eval": _json_safe(eval_metrics),
         "output_dir": str(output_dir),
     }
@@ -884,6 +911,8 @@ def prepare_pretraining(
         callbacks=[SaveAtEndCallback(), *callbacks],
         hparams=hp,
     )
+    trainer.remove_callback(PrinterCallback)
+    trainer.add_callback(LogMetricsCallback())
     return trainer, resume
 
 
