@@ -488,6 +488,8 @@ def pretraining_metrics(
             out = model(**batch)
         sums.update(out, batch["labels"], batch["attention_mask"])
     scalars = sums.scalars()
+    if accelerator is None and sums.real == 0:
+        raise ValueError("no held-out tokens to evaluate: the evaluation data is empty")
     probs = torch.cat(sums.probs) if sums.probs else torch.zeros(0)
     labels = torch.cat(sums.labels) if sums.labels else torch.zeros(0)
     if accelerator is not None and accelerator.num_processes > 1:
@@ -539,7 +541,7 @@ class ElectraPretrainer(Trainer):
 
     def __init__(self, *args: Any, hparams: PretrainingHparams, **kwargs: Any) -> None:
         self.hparams = hparams
-        self._component_sums: dict[str, float] = {"mlm_loss": 0.0, "disc_loss": 0.0}
+        self._component_sums: dict[str, float | torch.Tensor] = {"mlm_loss": 0.0, "disc_loss": 0.0}
         self._component_count = 0
         super().__init__(*args, **kwargs)
 
@@ -547,8 +549,9 @@ class ElectraPretrainer(Trainer):
         """``gen_weight * mlm_loss + disc_weight * disc_loss`` (the model computes it); the two parts are
         kept for logging. The mean over this micro-batch: Trainer divides by the accumulation steps."""
         outputs = model(**inputs)
-        self._component_sums["mlm_loss"] += outputs.mlm_loss.detach().float().item()
-        self._component_sums["disc_loss"] += outputs.disc_loss.detach().float().item()
+        # summed on the device: no host sync per step (read at logging time only)
+        for key in ("mlm_loss", "disc_loss"):
+            self._component_sums[key] = self._component_sums[key] + getattr(outputs, key).detach().float()
         self._component_count += 1
         return (outputs.loss, outputs) if return_outputs else outputs.loss
 
@@ -556,7 +559,7 @@ class ElectraPretrainer(Trainer):
         """Add the mean generator and discriminator losses since the last log to a training log."""
         if "loss" in logs and self._component_count:
             for key, total in self._component_sums.items():
-                logs[key] = round(total / self._component_count, 4)
+                logs[key] = round(float(total) / self._component_count, 4)
             self._component_sums = {k: 0.0 for k in self._component_sums}
             self._component_count = 0
         super().log(logs, start_time)
@@ -829,17 +832,18 @@ def run_pretraining(
         if resume:
             logger.info("resuming from %s", resume)
         train_loss = trainer.train(resume_from_checkpoint=resume).training_loss
-    metrics = trainer.evaluate()
-    eval_metrics = {k.removeprefix("eval_"): v for k, v in metrics.items()}
     output_dir = Path(output_dir)
-    summary = {
+    summary: dict[str, Any] = {
         "global_step": trainer.state.global_step,
         "train_loss": train_loss,
-        "eval": _json_safe(eval_metrics),
+        "eval": None,
         "output_dir": str(output_dir),
     }
-    if trainer.args.process_index == 0:
-        (output_dir / EVAL_RESULTS_FILE).write_text(json.dumps(summary["eval"], indent=2) + "\n")
+    if trainer.eval_dataset is not None:
+        metrics = trainer.evaluate()
+        summary["eval"] = _json_safe({k.removeprefix("eval_"): v for k, v in metrics.items()})
+        if trainer.args.process_index == 0:
+            (output_dir / EVAL_RESULTS_FILE).write_text(json.dumps(summary["eval"], indent=2) + "\n")
     return summary
 
 
@@ -898,6 +902,11 @@ def prepare_pretraining(
         model = build_model(
             model_size, hp, vocab_size=len(data.tokenizer), pad_token_id=data.tokenizer.pad_token_id
         )
+    eval_dataset = data.validation
+    if len(eval_dataset) == 0:
+        logger.warning("%s: empty validation split; no pre-training metrics will be computed", data_dir)
+        eval_dataset = None
+        hp.eval_steps = 0
     args = training_arguments(output_dir, hp, **dict(training_args_overrides or {}))
     if args.process_index == 0:
         hp_file.write_text(json.dumps(record, indent=2) + "\n")
@@ -905,7 +914,7 @@ def prepare_pretraining(
         model=model,
         args=args,
         train_dataset=data.train,
-        eval_dataset=data.validation,
+        eval_dataset=eval_dataset,
         data_collator=make_collator(data.tokenizer, hp),
         processing_class=data.tokenizer,
         callbacks=[SaveAtEndCallback(), *callbacks],
@@ -954,6 +963,8 @@ def evaluate_checkpoint(
     data = load_pretraining_data(data_dir)
     if hp.max_seq_length is None:
         hp.max_seq_length = int(data.build_info["max_seq_length"])
+    if len(data.validation) == 0:
+        raise ValueError(f"{data_dir}: the validation split is empty; nothing to evaluate")
     model = ElectraPretrainingModel.from_pretrained(str(ckpt))
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(device)
