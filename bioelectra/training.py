@@ -995,6 +995,20 @@ def evaluate_checkpoint(
     return result
 
 
+def write_vocab_txt(tokenizer: Any, path: str | os.PathLike) -> None:
+    """Write the WordPiece ``vocab.txt`` (one token per line, in id order) that the original ELECTRA and
+    BERT tooling read; transformers 5's fast tokenizers save only ``tokenizer.json``.
+
+    Raises:
+        ValueError: the ids are not exactly 0..n-1.
+    """
+    vocab = tokenizer.get_vocab()
+    by_id = sorted(vocab.items(), key=lambda kv: kv[1])
+    if [i for _, i in by_id] != list(range(len(by_id))):
+        raise ValueError(f"tokenizer ids are not contiguous 0..{len(by_id) - 1}: cannot write {path}")
+    Path(path).write_text("".join(f"{token}\n" for token, _ in by_id), encoding="utf-8")
+
+
 def export_checkpoint(
     *, model_dir: str | os.PathLike, output_dir: str | os.PathLike, checkpoint: int | None = None
 ) -> dict[str, str]:
@@ -1028,6 +1042,7 @@ def export_checkpoint(
         target = output_dir / name
         part.save_pretrained(str(target))
         tokenizer.save_pretrained(str(target))
+        write_vocab_txt(tokenizer, target / "vocab.txt")
         paths[name] = str(target)
     (output_dir / "export_info.json").write_text(json.dumps({"source": str(ckpt)}, indent=2) + "\n")
     return paths

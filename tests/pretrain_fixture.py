@@ -81,13 +81,12 @@ def make_data_dir(
             "token_type_ids": datasets.Sequence(datasets.Value("int8")),
         }
     )
-    dd = datasets.DatasetDict(
-        {
-            "train": datasets.Dataset.from_dict(examples(n_train), features=features),
-            "validation": datasets.Dataset.from_dict(examples(n_validation), features=features),
-        }
-    )
+    train = datasets.Dataset.from_dict(examples(n_train), features=features)
+    validation = datasets.Dataset.from_dict(examples(max(n_validation, 1)), features=features)
+    dd = datasets.DatasetDict({"train": train, "validation": validation})
     dd.save_to_disk(str(root / "examples"))
+    if n_validation == 0:
+        _empty_split(root / "examples" / "validation", features.arrow_schema)
     info = {"max_seq_length": max_seq_length, "do_lower_case": False, "vocab_size": len(tokenizer)}
     (root / "build_info.json").write_text(json.dumps(info), encoding="utf-8")
     return root
@@ -98,3 +97,19 @@ def tiny_hparams(**overrides) -> dict:
     hp = json.loads(json.dumps(TINY_HPARAMS))
     hp.update(overrides)
     return hp
+
+
+def _empty_split(split_dir: Path, schema) -> None:
+    """Make a saved split empty, as ``build-data`` writes it (one Arrow stream file with no rows):
+    ``save_to_disk`` of a 0-row dataset writes no data file and ``load_from_disk`` then fails."""
+    import pyarrow as pa
+
+    for old in split_dir.glob("data-*.arrow"):
+        old.unlink()
+    name = "data-00000-of-00001.arrow"
+    with pa.OSFile(str(split_dir / name), "wb") as sink, pa.ipc.new_stream(sink, schema):
+        pass
+    state_file = split_dir / "state.json"
+    state = json.loads(state_file.read_text())
+    state["_data_files"] = [{"filename": name}]
+    state_file.write_text(json.dumps(state))

@@ -246,6 +246,8 @@ def test_cli_train_eval_export_end_to_end(data_dir, tmp_path):
     assert ner.config.hidden_size == 32
     tok = AutoTokenizer.from_pretrained(export / "discriminator")
     assert len(tok) == 100
+    vocab_lines = (export / "generator" / "vocab.txt").read_text().splitlines()
+    assert vocab_lines == (data_dir / "vocab.txt").read_text().splitlines()
     enc = tok("w1 w2 w3", return_tensors="pt")
     assert ner(**enc).logits.shape == (1, 5, 3)
 
@@ -279,3 +281,18 @@ def test_init_from_loads_the_given_weights(data_dir, tmp_path):
     for key, value in source.state_dict().items():
         assert torch.equal(value, trainer.model.state_dict()[key]), key
     assert trainer.model.embeddings_are_shared()
+
+
+def test_empty_validation_split_skips_metrics_in_training_and_fails_eval(tmp_path):
+    from bioelectra.training import evaluate_checkpoint
+
+    data = make_data_dir(tmp_path / "data", n_train=16, n_validation=0)
+    summary = run_pretraining(
+        data_dir=data,
+        output_dir=tmp_path / "out",
+        hparams=tiny_hparams(max_steps=2, save_steps=2, eval_steps=1),
+    )
+    assert summary["global_step"] == 2 and summary["eval"] is None
+    assert not (tmp_path / "out" / "eval_results.json").exists()
+    with pytest.raises(ValueError, match="validation split is empty"):
+        evaluate_checkpoint(model_dir=tmp_path / "out")
