@@ -15,7 +15,7 @@ Targets on one H100 (issue 3): ELECTRA-Small (batch 128, seq 128) >= 35 steps/s;
 
 Examples::
 
-    python bench/pretrain_throughput.py                                  # GPU: small@128, base@128, base@512
+    python bench/pretrain_throughput.py          # GPU: small@128 batch 128, base@128 batch 128, base@512 batch 32
     python bench/pretrain_throughput.py --cases small:128 --batch-size 8 --steps 3 --warmup 1   # CPU smoke
     python bench/pretrain_throughput.py --compile --no-baseline
 
@@ -49,7 +49,7 @@ from bioelectra.optimization import ElectraAdamW, decay_parameter_groups, electr
 PEAK_BF16_FLOPS = {"H200": 989.4e12, "H100": 989.4e12, "A100": 312e12, "L40S": 362e12, "A10G": 70e12}
 BIO_ELECTRA_VOCAB_SIZE = 31620
 SPECIAL = {"pad_token_id": 0, "cls_token_id": 2, "sep_token_id": 3, "mask_token_id": 4}
-DEFAULT_BATCH = {"small": 128, "base": 128, "large": 32}
+DEFAULT_BATCH = {"small": 128, "base": 128, "large": 32}  # when a case gives no batch size
 
 
 def encoder_flops_per_token(cfg, seq_len: int) -> float:
@@ -163,12 +163,25 @@ def run_loop(
     return result
 
 
+def guarded(fn, *args, **kwargs) -> dict:
+    """``fn(...)``, or ``{"error": ...}`` when the device runs out of memory (e.g. the naive loop's eager
+    attention at sequence 512), so the other cases still report."""
+    try:
+        return fn(*args, **kwargs)
+    except torch.OutOfMemoryError as exc:
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        return {"error": f"out of memory: {str(exc).splitlines()[0]}"}
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--cases", default="small:128,base:128,base:512", help="size:seq_len, comma-separated"
+        "--cases",
+        default="small:128:128,base:128:128,base:512:32",
+        help="size:seq_len[:batch_size], comma-separated",
     )
-    parser.add_argument("--batch-size", type=int, default=None, help="per case default: small 128, base 128")
+    parser.add_argument("--batch-size", type=int, default=None, help="overrides every case's batch size")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per loop")
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps first (compilation, allocator)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
@@ -196,9 +209,9 @@ def main(argv: list[str] | None = None) -> dict:
     for case in args.cases.split(","):
         if device.type == "cuda":
             torch.cuda.empty_cache()
-        size, seq = case.split(":")
+        size, seq, *rest = case.split(":")
         seq_len = int(seq)
-        batch = args.batch_size or DEFAULT_BATCH[size]
+        batch = args.batch_size or (int(rest[0]) if rest else DEFAULT_BATCH[size])
         overrides = {"max_position_embeddings": max(512, seq_len)}
         if args.layers:
             overrides["num_hidden_layers"] = args.layers
@@ -218,12 +231,12 @@ def main(argv: list[str] | None = None) -> dict:
         common = dict(
             device=device, compile_model=args.compile, steps=args.steps, warmup=args.warmup, seed=args.seed
         )
-        entry["optimized"] = run_loop(config, batches, optimized=True, **common)
+        entry["optimized"] = guarded(run_loop, config, batches, optimized=True, **common)
         if not args.no_baseline:
-            entry["naive"] = run_loop(config, batches, optimized=False, **common)
-            entry["speedup"] = round(
-                entry["optimized"]["steps_per_second"] / entry["naive"]["steps_per_second"], 3
-            )
+            entry["naive"] = guarded(run_loop, config, batches, optimized=False, **common)
+            if "error" not in entry["optimized"] and "error" not in entry["naive"]:
+                ratio = entry["optimized"]["steps_per_second"] / entry["naive"]["steps_per_second"]
+                entry["speedup"] = round(ratio, 3)
         report["cases"].append(entry)
         print(json.dumps(entry), file=sys.stderr, flush=True)
     print(json.dumps(report, indent=2))

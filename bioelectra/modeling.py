@@ -22,6 +22,7 @@ from torch import nn
 from transformers import (
     AutoConfig,
     AutoModel,
+    AutoModelForPreTraining,
     ElectraForMaskedLM,
     ElectraForPreTraining,
     PreTrainedModel,
@@ -351,3 +352,4 @@ def _check_keys(what: str, missing: list[str], unexpected: list[str]) -> None:
 
 AutoConfig.register(ElectraPretrainingConfig.model_type, ElectraPretrainingConfig)
 AutoModel.register(ElectraPretrainingConfig, ElectraPretrainingModel)
+AutoModelForPreTraining.register(ElectraPretrainingConfig, ElectraPretrainingModel)

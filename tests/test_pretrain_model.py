@@ -2,7 +2,13 @@
 
 import pytest
 import torch
-from transformers import AutoConfig, AutoModel, ElectraForMaskedLM, ElectraForPreTraining
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForPreTraining,
+    ElectraForMaskedLM,
+    ElectraForPreTraining,
+)
 
 from bioelectra.configuration import ElectraPretrainingConfig, generator_config_from_discriminator
 from bioelectra.modeling import ElectraPretrainingModel, ElectraPretrainingOutput, gumbel_sample
@@ -224,6 +230,7 @@ def test_auto_classes_are_registered(tmp_path):
     model.save_pretrained(tmp_path)
     assert isinstance(AutoConfig.from_pretrained(tmp_path), ElectraPretrainingConfig)
     assert isinstance(AutoModel.from_pretrained(tmp_path), ElectraPretrainingModel)
+    assert isinstance(AutoModelForPreTraining.from_pretrained(tmp_path), ElectraPretrainingModel)
     assert model.accepts_loss_kwargs is False
 
 
