@@ -668,6 +668,7 @@ def load_pretraining_model(path: str | os.PathLike, **config_overrides: Any) -> 
 
     Raises:
         FileNotFoundError: neither layout is found.
+        ValueError: ``untied_generator_embeddings`` differs from a saved joint model's.
     """
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
@@ -678,6 +679,12 @@ def load_pretraining_model(path: str | os.PathLike, **config_overrides: Any) -> 
         and json.loads(config_file.read_text())["model_type"] == ElectraPretrainingConfig.model_type
     ):
         model = ElectraPretrainingModel.from_pretrained(str(path))
+        untied = config_overrides.pop("untied_generator_embeddings", model.config.untied_generator_embeddings)
+        if untied != model.config.untied_generator_embeddings:
+            raise ValueError(
+                f"{path}: saved with untied_generator_embeddings={model.config.untied_generator_embeddings}; "
+                f"cannot continue with {untied} (the embedding layout is fixed by the checkpoint)"
+            )
         for key, value in config_overrides.items():
             setattr(model.config, key, value)
         return model

@@ -281,6 +281,14 @@ def test_init_from_loads_the_given_weights(data_dir, tmp_path):
     for key, value in source.state_dict().items():
         assert torch.equal(value, trainer.model.state_dict()[key]), key
     assert trainer.model.embeddings_are_shared()
+    assert trainer.model.config.disc_weight == 50.0
+    from bioelectra.training import load_pretraining_model
+
+    assert load_pretraining_model(tmp_path / "src", disc_weight=3.0).config.disc_weight == 3.0
+    with pytest.raises(ValueError, match="untied_generator_embeddings"):
+        load_pretraining_model(tmp_path / "src", untied_generator_embeddings=True)
+    with pytest.raises(FileNotFoundError, match="discriminator/"):
+        load_pretraining_model(tmp_path)
 
 
 def test_empty_validation_split_skips_metrics_in_training_and_fails_eval(tmp_path):
