@@ -15,7 +15,7 @@ Targets on one H100 (issue 3): ELECTRA-Small (batch 128, seq 128) >= 35 steps/s;
 
 Examples::
 
-    python bench/pretrain_throughput.py          # GPU: small@128 batch 128, base@128 batch 128, base@512 batch 32
+    python bench/pretrain_throughput.py    # GPU: small@128 batch 128, base@128 batch 128, base@512 batch 32
     python bench/pretrain_throughput.py --cases small:128 --batch-size 8 --steps 3 --warmup 1   # CPU smoke
     python bench/pretrain_throughput.py --compile --no-baseline
 
@@ -91,6 +91,7 @@ def run_loop(
     device: torch.device,
     optimized: bool,
     compile_model: bool,
+    fused_adamw: bool = False,
     steps: int,
     warmup: int,
     seed: int,
@@ -100,13 +101,11 @@ def run_loop(
     config = ElectraPretrainingConfig.from_dict(config.to_dict())
     config._attn_implementation = "sdpa" if optimized else "eager"
     model = ElectraPretrainingModel(config).to(device).train()
-    optimizer = ElectraAdamW(
-        decay_parameter_groups(model, weight_decay=0.01),
-        lr=5e-4,
-        eps=1e-6,
-        weight_decay=0.01,
-        foreach=optimized,
-    )
+    groups = decay_parameter_groups(model, weight_decay=0.01)
+    if optimized and fused_adamw and device.type == "cuda":  # bias-corrected: not the original's update
+        optimizer = torch.optim.AdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01, fused=True)
+    else:
+        optimizer = ElectraAdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01, foreach=optimized)
     scheduler = electra_lr_scheduler(optimizer, warmup_steps=10, num_train_steps=10_000)
     forward = torch.compile(model) if (optimized and compile_model) else model
     use_bf16 = optimized and device.type == "cuda" and torch.cuda.is_bf16_supported()
@@ -147,6 +146,7 @@ def run_loop(
         "bf16_autocast": use_bf16,
         "attention": config._attn_implementation,
         "compiled": bool(optimized and compile_model),
+        "optimizer": type(optimizer).__name__,
     }
     if device.type == "cuda":
         result["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated(device))
@@ -186,6 +186,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps first (compilation, allocator)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--compile", action="store_true", help="torch.compile the optimized loop's model")
+    parser.add_argument(
+        "--fused-adamw",
+        action="store_true",
+        help="CUDA: torch's fused AdamW (with bias correction) instead of ELECTRA's foreach AdamW",
+    )
     parser.add_argument("--no-baseline", action="store_true", help="skip the naive fp32 eager loop")
     parser.add_argument("--vocab-size", type=int, default=BIO_ELECTRA_VOCAB_SIZE)
     parser.add_argument(
@@ -229,7 +234,12 @@ def main(argv: list[str] | None = None) -> dict:
             "layers": config.discriminator_config.num_hidden_layers,
         }
         common = dict(
-            device=device, compile_model=args.compile, steps=args.steps, warmup=args.warmup, seed=args.seed
+            device=device,
+            compile_model=args.compile,
+            fused_adamw=args.fused_adamw,
+            steps=args.steps,
+            warmup=args.warmup,
+            seed=args.seed,
         )
         entry["optimized"] = guarded(run_loop, config, batches, optimized=True, **common)
         if not args.no_baseline:

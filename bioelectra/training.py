@@ -88,7 +88,8 @@ class PretrainingHparams:
             ``weight_decay_rate``.
         adam_beta1 (`float`, 0.9), adam_beta2 (`float`, 0.999), adam_epsilon (`float`, 1e-6): Adam
             constants. Original ``model/optimization.py``.
-        adam_bias_correction (`bool`, False): standard Adam bias correction; the original has none.
+        adam_bias_correction (`bool`, False): standard Adam bias correction; the original has none. On a
+            CUDA device it switches to torch's fused ``AdamW`` kernel.
         max_grad_norm (`float`, 1.0): global gradient-norm clip. Original ``model/optimization.py``.
         warmup_steps (`int`, 10000): linear warmup steps, multiplied into the decay. Original
             ``num_warmup_steps``.
@@ -521,6 +522,32 @@ class SaveAtEndCallback(TrainerCallback):
         return control
 
 
+def make_optimizer(
+    param_groups: list[dict], hparams: PretrainingHparams, *, cuda: bool
+) -> torch.optim.Optimizer:
+    """ELECTRA's optimizer for ``hparams``: :class:`ElectraAdamW` (no bias correction, the original), or,
+    with ``adam_bias_correction`` on a CUDA device, torch's fused ``AdamW`` (the same update with bias
+    correction and decoupled weight decay ``w *= 1 - lr * wd``)."""
+    betas = (hparams.adam_beta1, hparams.adam_beta2)
+    if hparams.adam_bias_correction and cuda:
+        return torch.optim.AdamW(
+            param_groups,
+            lr=hparams.learning_rate,
+            betas=betas,
+            eps=hparams.adam_epsilon,
+            weight_decay=hparams.weight_decay,
+            fused=True,
+        )
+    return ElectraAdamW(
+        param_groups,
+        lr=hparams.learning_rate,
+        betas=betas,
+        eps=hparams.adam_epsilon,
+        weight_decay=hparams.weight_decay,
+        bias_correction=hparams.adam_bias_correction,
+    )
+
+
 class LogMetricsCallback(TrainerCallback):
     """Send the Trainer's logs (losses, learning rate, metrics) to this module's logger instead of stdout
     (replaces ``PrinterCallback``: only the CLI prints)."""
@@ -569,13 +596,10 @@ class ElectraPretrainer(Trainer):
         if self.optimizer is None:
             opt_model = self.model if model is None else model
             hp = self.hparams
-            self.optimizer = ElectraAdamW(
+            self.optimizer = make_optimizer(
                 decay_parameter_groups(opt_model, weight_decay=hp.weight_decay),
-                lr=hp.learning_rate,
-                betas=(hp.adam_beta1, hp.adam_beta2),
-                eps=hp.adam_epsilon,
-                weight_decay=hp.weight_decay,
-                bias_correction=hp.adam_bias_correction,
+                hp,
+                cuda=next(opt_model.parameters()).is_cuda or self.args.device.type == "cuda",
             )
         return self.optimizer
 
