@@ -94,3 +94,16 @@ def test_first_step_without_bias_correction_is_smaller():
     p.grad = torch.ones(1)
     ElectraAdamW([p], lr=1.0, weight_decay=0.0).step()
     assert p.item() == pytest.approx(-0.1 / (math.sqrt(0.001) + 1e-6), rel=1e-5)
+
+
+def test_make_optimizer_picks_electras_adamw_off_cuda():
+    from bioelectra.training import make_optimizer, resolve_hparams
+
+    p = nn.Parameter(torch.zeros(2))
+    opt = make_optimizer([{"params": [p]}], resolve_hparams("small"), cuda=False)
+    assert isinstance(opt, ElectraAdamW) and opt.defaults["bias_correction"] is False
+    assert opt.defaults["eps"] == 1e-6 and opt.defaults["lr"] == 5e-4
+    corrected = make_optimizer(
+        [{"params": [p]}], resolve_hparams("small", {"adam_bias_correction": True}), cuda=False
+    )
+    assert isinstance(corrected, ElectraAdamW) and corrected.defaults["bias_correction"] is True
