@@ -441,6 +441,142 @@ def build_data(
 
 # ---- pre-training model commands (train, eval, export) ----
 
+
+class ModelSize(StrEnum):
+    """Original ELECTRA sizes (``bioelectra.presets.ELECTRA_SIZES``); used by pretrain and convert."""
+
+    small = "small"
+    base = "base"
+    large = "large"
+
+
+@pretrain_app.command("train")
+def pretrain_train(
+    data_dir: Annotated[
+        Path, typer.Option("--data-dir", "--data_dir", help="Output of `pretrain build-data`.")
+    ],
+    model_name: Annotated[
+        str,
+        typer.Option("--model-name", "--model_name", help="Run name: output in <data-dir>/models/<name>."),
+    ] = "bioelectra",
+    output_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--output-dir",
+            "--output_dir",
+            help="Checkpoints, hparams.json, eval_results.json (overrides the name rule).",
+        ),
+    ] = None,
+    model_size: Annotated[
+        ModelSize, typer.Option("--model-size", "--model_size", help="Original ELECTRA size.")
+    ] = ModelSize.small,
+    hparams: Annotated[
+        str | None,
+        typer.Option(
+            help="JSON object or .json file of hparam overrides (unknown keys are an error); "
+            "see bioelectra.training.PretrainingHparams."
+        ),
+    ] = None,
+    init_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--init-from",
+            "--init_from",
+            help="Continue pre-training from a joint-model dir or a discriminator/ + generator/ dir.",
+        ),
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+) -> None:
+    """Pre-train ELECTRA (replaced token detection); a re-run resumes from the last checkpoint."""
+    _setup_logging(verbose)
+    logging.getLogger("transformers.trainer").setLevel(logging.INFO)
+    import json
+
+    from bioelectra.training import parse_hparams_arg, run_pretraining
+
+    out = output_dir or data_dir / "models" / model_name
+    try:
+        summary = run_pretraining(
+            data_dir=data_dir,
+            output_dir=out,
+            model_size=model_size.value,
+            hparams=parse_hparams_arg(hparams),
+            init_from=init_from,
+        )
+    except (FileNotFoundError, ValueError, OSError) as exc:
+        _fail(exc)
+        return
+    print(json.dumps(summary, indent=2))
+
+
+@pretrain_app.command("eval")
+def pretrain_eval(
+    model_dir: Annotated[
+        Path, typer.Option("--model-dir", "--model_dir", help="A `pretrain train` output directory.")
+    ],
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", "--data_dir", help="Data (default: the one in <model-dir>/hparams.json)."),
+    ] = None,
+    checkpoint: Annotated[
+        int | None, typer.Option(help="Step N of checkpoint-N (default: the newest).")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option(help="Metrics JSON (default: <model-dir>/eval_checkpoint-N.json).")
+    ] = None,
+    hparams: Annotated[
+        str | None, typer.Option(help="JSON overrides, e.g. '{\"num_eval_steps\": 10}'.")
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+) -> None:
+    """The original pre-training metrics of a checkpoint on the held-out (validation) examples, as JSON."""
+    _setup_logging(verbose)
+    import json
+
+    from bioelectra.training import evaluate_checkpoint, parse_hparams_arg
+
+    try:
+        result = evaluate_checkpoint(
+            model_dir=model_dir,
+            data_dir=data_dir,
+            checkpoint=checkpoint,
+            output_file=output,
+            hparams=parse_hparams_arg(hparams),
+        )
+    except (FileNotFoundError, ValueError, OSError) as exc:
+        _fail(exc)
+        return
+    print(json.dumps(result, indent=2))
+
+
+@pretrain_app.command("export")
+def pretrain_export(
+    model_dir: Annotated[
+        Path, typer.Option("--model-dir", "--model_dir", help="A `pretrain train` output directory.")
+    ],
+    output_dir: Annotated[
+        Path, typer.Option("--output-dir", "--output_dir", help="Writes discriminator/ and generator/ here.")
+    ],
+    checkpoint: Annotated[
+        int | None, typer.Option(help="Step N of checkpoint-N (default: the newest).")
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+) -> None:
+    """Export HF checkpoints: discriminator/ (ElectraForPreTraining) and generator/ (ElectraForMaskedLM)."""
+    _setup_logging(verbose)
+    import json
+
+    from bioelectra.training import export_checkpoint
+
+    try:
+        paths = export_checkpoint(model_dir=model_dir, output_dir=output_dir, checkpoint=checkpoint)
+    except (FileNotFoundError, ValueError, OSError) as exc:
+        _fail(exc)
+        return
+    print(json.dumps(paths, indent=2))
+    console.print(f"[green]fine-tune with:[/] --ckpt {paths['discriminator']}")
+
+
 # ---- end pre-training model commands ----
 
 
@@ -454,11 +590,6 @@ class Export(StrEnum):
     generator = "generator"
     both = "both"
 
-
-class ModelSize(StrEnum):
-    small = "small"
-    base = "base"
-    large = "large"
 
 
 @app.command("convert")

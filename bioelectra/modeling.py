@@ -1,0 +1,355 @@
+"""``ElectraPretrainingModel``: ELECTRA's generator + discriminator trained with replaced token detection.
+
+Pure model code: configuration in, tensors out. It knows nothing of data, training or the command line.
+The objective follows the paper (Clark et al., 2020, Section 2) and the original code
+(google-research/electra, ``run_pretraining.py: PretrainingModel`` and ``pretrain/pretrain_helpers.py``):
+
+1. the generator (a small masked language model) predicts the masked positions;
+2. a token is sampled at each masked position from the generator's softmax (Gumbel-max, fp32, with a
+   temperature), without gradient;
+3. the discriminator labels every real token of the corrupted sequence as original (0) or replaced (1);
+4. ``loss = gen_weight * mlm_loss + disc_weight * disc_loss``.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForPreTraining,
+    ElectraForMaskedLM,
+    ElectraForPreTraining,
+    PreTrainedModel,
+)
+from transformers.modeling_outputs import ModelOutput
+from transformers.models.electra.modeling_electra import ElectraEmbeddings
+
+from bioelectra.configuration import ElectraPretrainingConfig
+
+#: Parameters of the embedding block shared by the generator and the discriminator (original
+#: ``run_pretraining.py``: the generator is built with ``embedding_size`` and reuses the "electra/embeddings"
+#: variables unless ``untied_generator_embeddings``).
+SHARED_EMBEDDING_PARAMETERS = (
+    "word_embeddings.weight",
+    "position_embeddings.weight",
+    "token_type_embeddings.weight",
+    "LayerNorm.weight",
+    "LayerNorm.bias",
+)
+
+
+def gumbel_sample(
+    logits: torch.Tensor, *, temperature: float = 1.0, disallow: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Sample one token per row from ``softmax(logits / temperature)`` by the Gumbel-max trick.
+
+    The arithmetic is done in fp32 whatever the input dtype (fp16/bf16 Gumbel noise is biased). Source:
+    original ``pretrain/pretrain_helpers.py: sample_from_softmax``, noise ``-log(-log(u + 1e-9) + 1e-9)``.
+
+    Args:
+        logits: `(num_rows, vocab_size)` unnormalised scores.
+        temperature: > 0; the logits are divided by it (original ``temperature``).
+        disallow: optional `(num_rows,)` token ids that must not be sampled (the original subtracts 1000 from
+            their logits; here they get ``-inf``, so they are never sampled).
+
+    Returns:
+        `(num_rows,)` int64 sampled token ids.
+    """
+    scores = logits.detach().float() / temperature  # (M, V)
+    if disallow is not None:
+        scores = scores.scatter(-1, disallow.unsqueeze(-1), float("-inf"))  # (M, V)
+    uniform = torch.rand_like(scores)  # (M, V)
+    gumbel = -torch.log(-torch.log(uniform + 1e-9) + 1e-9)  # (M, V)
+    return torch.argmax(scores + gumbel, dim=-1)  # (M,)
+
+
+@dataclass
+class ElectraPretrainingOutput(ModelOutput):
+    r"""Output of :class:`ElectraPretrainingModel`.
+
+    ``M`` is the number of masked positions in the batch (positions whose ``labels`` are not -100).
+
+    Args:
+        loss (`torch.FloatTensor` of shape `()`): ``gen_weight * mlm_loss + disc_weight * disc_loss``
+            (only when ``labels`` is given).
+        mlm_loss (`torch.FloatTensor` of shape `()`): the generator's cross-entropy, mean over the masked
+            positions (nats).
+        disc_loss (`torch.FloatTensor` of shape `()`): the discriminator's binary cross-entropy, mean over
+            the real (``attention_mask == 1``) tokens (nats).
+        gen_logits (`torch.FloatTensor` of shape `(M, vocab_size)`): generator scores at the masked
+            positions, in row-major order of ``masked_positions``.
+        sampled_ids (`torch.LongTensor` of shape `(M,)`): tokens sampled from the generator there.
+        disc_logits (`torch.FloatTensor` of shape `(batch_size, sequence_length)`): discriminator scores;
+            > 0 means "replaced".
+        is_replaced (`torch.LongTensor` of shape `(batch_size, sequence_length)`): RTD labels, 1 where the
+            discriminator's input differs from the original token, 0 elsewhere (padding included).
+        masked_positions (`torch.BoolTensor` of shape `(batch_size, sequence_length)`): where ``labels`` is
+            not -100.
+        disc_input_ids (`torch.LongTensor` of shape `(batch_size, sequence_length)`): the corrupted sequence
+            the discriminator saw.
+    """
+
+    loss: torch.FloatTensor | None = None
+    mlm_loss: torch.FloatTensor | None = None
+    disc_loss: torch.FloatTensor | None = None
+    gen_logits: torch.FloatTensor | None = None
+    sampled_ids: torch.LongTensor | None = None
+    disc_logits: torch.FloatTensor | None = None
+    is_replaced: torch.LongTensor | None = None
+    masked_positions: torch.BoolTensor | None = None
+    disc_input_ids: torch.LongTensor | None = None
+
+
+class ElectraPretrainingModel(PreTrainedModel):
+    """ELECTRA generator (``ElectraForMaskedLM``) + discriminator (``ElectraForPreTraining``).
+
+    Unless ``config.untied_generator_embeddings``, the generator uses the discriminator's embedding module
+    (word, position and token-type embeddings and the embedding LayerNorm); the generator's output layer is
+    tied to those word embeddings (original ``run_pretraining.py``: ``get_embedding_table()`` as the
+    output weights). All ties are declared in ``_tied_weights_keys`` so they survive
+    ``save_pretrained`` / ``from_pretrained`` (safetensors stores each shared tensor once).
+
+    The generator's hidden states are projected to the vocabulary only at the masked positions (as the
+    original's ``gather_positions``), which saves the ``(batch, length, vocab)`` product.
+    """
+
+    config_class = ElectraPretrainingConfig
+    config: ElectraPretrainingConfig
+    base_model_prefix = "electra_pretraining"
+    main_input_name = "input_ids"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+    _supports_flash_attn = True
+    _supports_attention_backend = True
+    #: The loss is a mean over this batch's tokens: let Trainer divide by the accumulation steps itself
+    #: (STACK-NOTES: loss scaling trap of models whose forward takes **kwargs).
+    accepts_loss_kwargs = False
+
+    def __init__(self, config: ElectraPretrainingConfig) -> None:
+        super().__init__(config)
+        attn = getattr(config, "_attn_implementation_internal", None)
+        if attn is not None:
+            config.discriminator_config._attn_implementation = attn
+            config.generator_config._attn_implementation = attn
+        self.generator = ElectraForMaskedLM(config.generator_config)
+        self.discriminator = ElectraForPreTraining(config.discriminator_config)
+        if config.untied_generator_embeddings:
+            ties = {
+                "generator.generator_lm_head.weight": "generator.electra.embeddings.word_embeddings.weight"
+            }
+        else:
+            self.generator.electra.embeddings = self.discriminator.electra.embeddings
+            ties = {
+                f"generator.electra.embeddings.{name}": f"discriminator.electra.embeddings.{name}"
+                for name in SHARED_EMBEDDING_PARAMETERS
+            }
+            ties["generator.generator_lm_head.weight"] = (
+                "discriminator.electra.embeddings.word_embeddings.weight"
+            )
+        # transformers 5: a {target: source} dict, applied only when config.tie_word_embeddings is true.
+        self._tied_weights_keys = ties
+        self.post_init()
+
+    def _init_weights(self, module: nn.Module) -> None:
+        """BERT initialisation (normal(0, initializer_range), zero biases, unit LayerNorms), as Electra's."""
+        std = self.config.discriminator_config.initializer_range
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+            if module.padding_idx is not None:
+                with torch.no_grad():
+                    module.weight[module.padding_idx].zero_()
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, ElectraEmbeddings):
+            with torch.no_grad():
+                module.position_ids.copy_(torch.arange(module.position_ids.shape[-1]).expand((1, -1)))
+                module.token_type_ids.zero_()
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.discriminator.electra.embeddings.word_embeddings
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        self.discriminator.electra.embeddings.word_embeddings = value
+
+    def embeddings_are_shared(self) -> bool:
+        """Whether generator and discriminator use the same embedding tensors and the generator's output
+        layer is its input word embedding matrix (the ties this class promises)."""
+        gen, disc = self.generator.electra.embeddings, self.discriminator.electra.embeddings
+        out_tied = self.generator.generator_lm_head.weight is gen.word_embeddings.weight
+        if self.config.untied_generator_embeddings:
+            return out_tied
+        same = all(
+            gen.get_parameter(name) is disc.get_parameter(name) for name in SHARED_EMBEDDING_PARAMETERS
+        )
+        return same and out_tied
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+    ) -> ElectraPretrainingOutput:
+        r"""Replaced token detection on a masked batch.
+
+        Args:
+            input_ids: `(batch_size, sequence_length)` the masked sequence (the collator's output).
+            attention_mask: `(batch_size, sequence_length)`, 1 for real tokens, 0 for padding.
+            token_type_ids: `(batch_size, sequence_length)` segment ids.
+            labels: `(batch_size, sequence_length)` the original token at each masked position, -100
+                elsewhere. Without labels nothing is sampled: the discriminator sees ``input_ids`` as they are
+                and no loss is computed.
+
+        Returns:
+            :class:`ElectraPretrainingOutput`.
+        """
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        real = attention_mask.bool()  # (B, L)
+        if labels is None:
+            disc_logits = self.discriminator(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).logits  # (B, L)
+            return ElectraPretrainingOutput(disc_logits=disc_logits, disc_input_ids=input_ids)
+
+        cfg = self.config
+        masked = labels.ne(-100)  # (B, L)
+        mlm_labels = labels[masked]  # (M,)
+        # 1. generator: hidden states of the masked sequence, vocabulary scores at the masked positions only
+        gen_hidden = self.generator.electra(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+        ).last_hidden_state  # (B, L, H_gen)
+        gen_hidden = gen_hidden[masked]  # (M, H_gen)
+        gen_logits = self.generator.generator_lm_head(
+            self.generator.generator_predictions(gen_hidden)
+        )  # (M, V)
+        if mlm_labels.numel() > 0:
+            mlm_loss = F.cross_entropy(gen_logits.float(), mlm_labels)
+        else:
+            mlm_loss = gen_logits.float().sum() * 0.0
+        # 2. sample replacements (no gradient flows to the generator through the discrete sample)
+        with torch.no_grad():
+            sampled_ids = gumbel_sample(
+                gen_logits,
+                temperature=cfg.sampling_temperature,
+                disallow=mlm_labels if cfg.disallow_correct else None,
+            )  # (M,)
+            disc_input_ids = input_ids.masked_scatter(masked, sampled_ids.to(input_ids.dtype))  # (B, L)
+            original_ids = torch.where(masked, labels, input_ids)  # (B, L)
+            is_replaced = (disc_input_ids.ne(original_ids) & real).long()  # (B, L)
+        # 3. discriminator on the corrupted sequence, loss over real tokens only
+        disc_logits = self.discriminator(
+            input_ids=disc_input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+        ).logits  # (B, L)
+        disc_loss = F.binary_cross_entropy_with_logits(
+            disc_logits.float()[real], is_replaced[real].float()
+        )  # mean over the real tokens
+        # 4. the joint objective (paper eq. 1; original run_pretraining.py)
+        loss = cfg.gen_weight * mlm_loss + cfg.disc_weight * disc_loss
+        return ElectraPretrainingOutput(
+            loss=loss,
+            mlm_loss=mlm_loss,
+            disc_loss=disc_loss,
+            gen_logits=gen_logits,
+            sampled_ids=sampled_ids,
+            disc_logits=disc_logits,
+            is_replaced=is_replaced,
+            masked_positions=masked,
+            disc_input_ids=disc_input_ids,
+        )
+
+    @classmethod
+    def from_pair(
+        cls,
+        discriminator: ElectraForPreTraining,
+        generator: ElectraForMaskedLM,
+        **config_overrides,
+    ) -> ElectraPretrainingModel:
+        """Build the joint model from a trained discriminator and generator.
+
+        The joint model takes the discriminator's embeddings (they are shared); the generator's own input
+        embeddings are used only with ``untied_generator_embeddings=True``. Everything else is copied.
+
+        Args:
+            discriminator: an ``ElectraForPreTraining``.
+            generator: an ``ElectraForMaskedLM`` of the same vocabulary and embedding size.
+            **config_overrides: :class:`ElectraPretrainingConfig` arguments (``disc_weight``,
+                ``mask_prob``...).
+
+        Raises:
+            ValueError: the two disagree on vocabulary size or embedding size (with shared embeddings).
+        """
+        dcfg, gcfg = copy.deepcopy(discriminator.config), copy.deepcopy(generator.config)
+        dcfg.architectures = gcfg.architectures = None
+        config = ElectraPretrainingConfig(
+            discriminator_config=dcfg, generator_config=gcfg, **config_overrides
+        )
+        model = cls(config)
+        missing, unexpected = model.discriminator.load_state_dict(discriminator.state_dict(), strict=False)
+        _check_keys("discriminator", missing, unexpected)
+        gen_state = dict(generator.state_dict())
+        if not config.untied_generator_embeddings:
+            gen_state = {k: v for k, v in gen_state.items() if not k.startswith("electra.embeddings.")}
+            gen_state.pop("generator_lm_head.weight", None)
+        missing, unexpected = model.generator.load_state_dict(gen_state, strict=False)
+        if not config.untied_generator_embeddings:
+            missing = [
+                k
+                for k in missing
+                if not k.startswith("electra.embeddings.") and k != "generator_lm_head.weight"
+            ]
+        _check_keys("generator", missing, unexpected)
+        model.tie_weights()
+        return model
+
+    def split(self) -> tuple[ElectraForPreTraining, ElectraForMaskedLM]:
+        """Stand-alone copies of the discriminator and the generator, for ``save_pretrained``.
+
+        The copies own their tensors (the generator gets a copy of the shared embeddings) and tie the
+        generator's output layer to its word embeddings (``tie_word_embeddings=True`` in its config).
+        """
+        dcfg = copy.deepcopy(self.config.discriminator_config)
+        gcfg = copy.deepcopy(self.config.generator_config)
+        dcfg.tie_word_embeddings = False
+        gcfg.tie_word_embeddings = True
+        dcfg.architectures, gcfg.architectures = ["ElectraForPreTraining"], ["ElectraForMaskedLM"]
+        discriminator = ElectraForPreTraining(dcfg)
+        generator = ElectraForMaskedLM(gcfg)
+        discriminator.load_state_dict(_cpu_state(self.discriminator), strict=True)
+        gen_state = _cpu_state(self.generator)
+        missing, unexpected = generator.load_state_dict(gen_state, strict=False)
+        _check_keys("generator", missing, unexpected)
+        generator.tie_weights()
+        return discriminator, generator
+
+
+def _cpu_state(module: nn.Module) -> dict[str, torch.Tensor]:
+    """A detached fp32 CPU copy of ``module``'s state (integer buffers keep their dtype)."""
+    return {
+        k: v.detach().to("cpu", dtype=torch.float32 if v.is_floating_point() else v.dtype, copy=True)
+        for k, v in module.state_dict().items()
+    }
+
+
+def _check_keys(what: str, missing: list[str], unexpected: list[str]) -> None:
+    missing = [k for k in missing if not k.endswith(("position_ids", "token_type_ids"))]
+    if missing or unexpected:
+        raise ValueError(
+            f"{what} weights do not fit: missing {sorted(missing)}, unexpected {sorted(unexpected)}"
+        )
+
+
+AutoConfig.register(ElectraPretrainingConfig.model_type, ElectraPretrainingConfig)
+AutoModel.register(ElectraPretrainingConfig, ElectraPretrainingModel)
+AutoModelForPreTraining.register(ElectraPretrainingConfig, ElectraPretrainingModel)

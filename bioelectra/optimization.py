@@ -1,0 +1,179 @@
+"""ELECTRA's optimizer and learning-rate schedule.
+
+Source: the original ``model/optimization.py`` (google-research/electra), ``create_optimizer`` and
+``AdamWeightDecayOptimizer``:
+
+- Adam with beta1 0.9, beta2 0.999, epsilon 1e-6, *without* bias correction:
+  ``m = b1 m + (1 - b1) g``, ``v = b2 v + (1 - b2) g^2``, ``update = m / (sqrt(v) + eps) + wd * w``,
+  ``w = w - lr * update``;
+- weight decay 0.01 on every parameter but LayerNorm weights/biases and biases;
+- the gradients are clipped to a global norm of 1.0 (done by Trainer with ``max_grad_norm``);
+- ``lr(step) = peak * (1 - step / num_train_steps) ** power * min(1, step / warmup_steps)``: the linear
+  warmup is *multiplied into* a polynomial decay that starts at step 0 (they run together).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import torch
+from torch import nn
+
+#: Parameter names containing one of these get no weight decay (original ``exclude_from_weight_decay``).
+NO_DECAY_NAME_PARTS = ("LayerNorm", "layer_norm", "bias")
+
+
+def electra_lr_lambda(step: int, *, warmup_steps: int, num_train_steps: int, power: float = 1.0) -> float:
+    """Multiplier of the peak learning rate at optimizer step ``step`` (0-based).
+
+    ``(1 - min(step, T) / T) ** power * min(1, step / W)``; without warmup (``W == 0``) the second factor
+    is 1. Source: original ``model/optimization.py: create_optimizer`` (``tf.train.polynomial_decay`` to
+    0 with ``cycle=False``, then ``learning_rate *= min(1, global_step / warmup_steps)``).
+
+    Raises:
+        ValueError: ``num_train_steps < 1`` or ``warmup_steps < 0``.
+    """
+    if num_train_steps < 1:
+        raise ValueError(f"num_train_steps={num_train_steps}: expected >= 1")
+    if warmup_steps < 0:
+        raise ValueError(f"warmup_steps={warmup_steps}: expected >= 0")
+    decay = (1.0 - min(step, num_train_steps) / num_train_steps) ** power
+    warmup = min(1.0, step / warmup_steps) if warmup_steps > 0 else 1.0
+    return decay * warmup
+
+
+def electra_lr_scheduler(
+    optimizer: torch.optim.Optimizer, *, warmup_steps: int, num_train_steps: int, power: float = 1.0
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """A ``LambdaLR`` following :func:`electra_lr_lambda` (a picklable ``functools.partial``)."""
+    import functools
+
+    fn = functools.partial(
+        electra_lr_lambda, warmup_steps=warmup_steps, num_train_steps=num_train_steps, power=power
+    )
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, fn)
+
+
+def decay_parameter_groups(
+    model: nn.Module, *, weight_decay: float, no_decay: Iterable[str] = NO_DECAY_NAME_PARTS
+) -> list[dict]:
+    """Two parameter groups: with ``weight_decay`` and with none (names containing a ``no_decay`` part).
+
+    Shared (tied) parameters appear once; frozen parameters are left out.
+    """
+    no_decay = tuple(no_decay)
+    decay, plain = [], []
+    for name, param in model.named_parameters():  # named_parameters() yields a shared tensor once
+        if not param.requires_grad:
+            continue
+        (plain if any(part in name for part in no_decay) else decay).append(param)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
+    return [g for g in groups if g["params"]]
+
+
+class ElectraAdamW(torch.optim.Optimizer):
+    """Adam with decoupled weight decay, with the original ELECTRA's update (optionally bias-corrected).
+
+    ``update = m_hat / (sqrt(v_hat) + eps) + weight_decay * w`` and ``w -= lr * update``, where ``m_hat``
+    and ``v_hat`` are ``m`` and ``v`` themselves unless ``bias_correction`` (original
+    ``AdamWeightDecayOptimizer`` has none). Uses the multi-tensor ``torch._foreach_*`` kernels when
+    ``foreach`` (the default), a per-parameter loop otherwise.
+
+    Args:
+        params: parameters or parameter groups (each group may set ``weight_decay``).
+        lr: peak learning rate.
+        betas: ``(beta1, beta2)``, defaults ``(0.9, 0.999)``.
+        eps: added to ``sqrt(v)``, default 1e-6.
+        weight_decay: default decay of groups that do not set their own, 0.01.
+        bias_correction: divide ``m`` and ``v`` by ``1 - beta ** t`` (standard Adam); False in the original.
+        foreach: use the multi-tensor kernels.
+
+    Raises:
+        ValueError: a negative learning rate, epsilon or weight decay, or a beta outside [0, 1).
+    """
+
+    def __init__(
+        self,
+        params,
+        *,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-6,
+        weight_decay: float = 0.01,
+        bias_correction: bool = False,
+        foreach: bool = True,
+    ) -> None:
+        if lr < 0 or eps < 0 or weight_decay < 0:
+            raise ValueError(f"lr={lr}, eps={eps}, weight_decay={weight_decay}: expected >= 0")
+        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
+            raise ValueError(f"betas={betas}: expected each in [0, 1)")
+        defaults = dict(
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            bias_correction=bias_correction,
+            foreach=foreach,
+        )
+        super().__init__(params, defaults)
+
+    @torch.no_grad()
+    def step(self, closure=None):  # noqa: D401 - torch's signature
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            params, grads, exp_avgs, exp_avg_sqs = [], [], [], []
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if p.grad.is_sparse:
+                    raise RuntimeError("ElectraAdamW does not support sparse gradients")
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                state["step"] += 1
+                params.append(p)
+                grads.append(p.grad)
+                exp_avgs.append(state["exp_avg"])
+                exp_avg_sqs.append(state["exp_avg_sq"])
+            if not params:
+                continue
+            step = self.state[params[0]]["step"]
+            lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+            if group["bias_correction"]:
+                c1 = 1.0 - beta1**step
+                c2 = 1.0 - beta2**step
+                step_size = lr / c1
+                denom_scale = math.sqrt(c2)
+            else:
+                step_size, denom_scale = lr, 1.0
+            if group["foreach"]:
+                torch._foreach_lerp_(exp_avgs, grads, 1.0 - beta1)  # m = b1 m + (1 - b1) g
+                torch._foreach_mul_(exp_avg_sqs, beta2)
+                torch._foreach_addcmul_(
+                    exp_avg_sqs, grads, grads, value=1.0 - beta2
+                )  # v = b2 v + (1 - b2) g^2
+                denom = torch._foreach_sqrt(exp_avg_sqs)
+                if denom_scale != 1.0:
+                    torch._foreach_div_(denom, denom_scale)
+                torch._foreach_add_(denom, eps)
+                if wd != 0:
+                    torch._foreach_mul_(params, 1.0 - lr * wd)  # w -= lr * wd * w
+                torch._foreach_addcdiv_(
+                    params, exp_avgs, denom, value=-step_size
+                )  # w -= lr * m / (sqrt(v) + eps)
+            else:
+                for p, g, m, v in zip(params, grads, exp_avgs, exp_avg_sqs, strict=True):
+                    m.lerp_(g, 1.0 - beta1)
+                    v.mul_(beta2).addcmul_(g, g, value=1.0 - beta2)
+                    denom = (v.sqrt() / denom_scale).add_(eps)
+                    if wd != 0:
+                        p.mul_(1.0 - lr * wd)
+                    p.addcdiv_(m, denom, value=-step_size)
+        return loss

@@ -1,0 +1,321 @@
+"""Pre-training jobs: strict hparams, metrics, Trainer hooks, resume, init-from, the CLI end to end."""
+
+import json
+import math
+
+import pytest
+import torch
+from pretrain_fixture import make_data_dir, tiny_hparams
+from transformers import TrainerCallback
+
+from bioelectra.optimization import electra_lr_lambda
+from bioelectra.training import (
+    HPARAM_ALIASES,
+    ElectraAdamW,
+    PretrainingHparams,
+    binary_auc,
+    parse_hparams_arg,
+    prepare_pretraining,
+    resolve_hparams,
+    run_pretraining,
+)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return make_data_dir(tmp_path_factory.mktemp("pretrain-data") / "data")
+
+
+# --- hparams ------------------------------------------------------------------------------------
+
+
+def test_size_defaults_are_the_originals():
+    small, base, large = (resolve_hparams(s) for s in ("small", "base", "large"))
+    assert (small.learning_rate, small.per_device_train_batch_size, small.mask_prob) == (5e-4, 128, 0.15)
+    assert (base.learning_rate, base.per_device_train_batch_size) == (2e-4, 256)
+    assert (large.learning_rate, large.per_device_train_batch_size, large.mask_prob) == (2e-4, 2048, 0.25)
+    assert (small.disc_weight, small.gen_weight, small.temperature, small.weight_decay) == (
+        50.0,
+        1.0,
+        1.0,
+        0.01,
+    )
+    assert (small.warmup_steps, small.lr_decay_power, small.adam_epsilon, small.max_grad_norm) == (
+        10000,
+        1.0,
+        1e-6,
+        1.0,
+    )
+    assert small.adam_bias_correction is False
+    assert small.max_steps == 1_000_000
+
+
+def test_unknown_hparam_is_an_error_naming_it_and_the_valid_keys():
+    with pytest.raises(ValueError, match=r"unknown hparam 'disc_weigth'.*disc_weight.*mask_prob"):
+        resolve_hparams("small", {"disc_weigth": 10})
+
+
+def test_hparam_overrides_aliases_and_bad_values():
+    hp = resolve_hparams("base", {"num_train_steps": 10, "train_batch_size": 4, "mask_prob": 0.2})
+    assert (hp.max_steps, hp.per_device_train_batch_size, hp.mask_prob, hp.learning_rate) == (
+        10,
+        4,
+        0.2,
+        2e-4,
+    )
+    assert set(HPARAM_ALIASES.values()) <= {f for f in PretrainingHparams.__dataclass_fields__}
+    with pytest.raises(ValueError, match="given twice"):
+        resolve_hparams("small", {"max_steps": 1, "num_train_steps": 2})
+    with pytest.raises(ValueError, match="temperature"):
+        resolve_hparams("small", {"temperature": 0})
+    with pytest.raises(ValueError, match="unknown model size"):
+        resolve_hparams("huge")
+
+
+def test_parse_hparams_inline_and_file(tmp_path):
+    assert parse_hparams_arg('{"mask_prob": 0.2}') == {"mask_prob": 0.2}
+    f = tmp_path / "hp.json"
+    f.write_text('{"disc_weight": 10}')
+    assert parse_hparams_arg(str(f)) == {"disc_weight": 10}
+    assert parse_hparams_arg(None) == {}
+    with pytest.raises(ValueError, match="invalid JSON"):
+        parse_hparams_arg("{mask_prob: 1}")
+    with pytest.raises(ValueError, match="neither"):
+        parse_hparams_arg(str(tmp_path / "missing.json"))
+
+
+# --- metrics ------------------------------------------------------------------------------------
+
+
+def test_binary_auc_hand_cases():
+    assert binary_auc(torch.tensor([0.1, 0.4, 0.35, 0.8]), torch.tensor([0, 0, 1, 1])) == pytest.approx(0.75)
+    assert binary_auc(torch.tensor([0.9, 0.8, 0.1]), torch.tensor([1, 1, 0])) == 1.0
+    assert binary_auc(torch.tensor([0.5, 0.5, 0.5, 0.5]), torch.tensor([0, 1, 0, 1])) == 0.5  # ties averaged
+    # one tie across classes: pairs (pos 0.5 vs neg 0.5) count half -> (1 + 0.5 + 1 + 1) / 4
+    assert binary_auc(torch.tensor([0.5, 0.9, 0.5, 0.1]), torch.tensor([1, 1, 0, 0])) == pytest.approx(0.875)
+    assert math.isnan(binary_auc(torch.tensor([0.2, 0.3]), torch.tensor([1, 1])))
+
+
+def test_metrics_on_hand_made_outputs():
+    from types import SimpleNamespace
+
+    from bioelectra.training import _finish_metrics, _MetricSums
+
+    labels = torch.tensor([[-100, 5, -100, 7]])
+    attention_mask = torch.tensor([[1, 1, 1, 0]])
+    out = SimpleNamespace(
+        masked_positions=labels != -100,
+        gen_logits=torch.tensor([[0.0] * 5 + [10.0, 0.0, 0.0], [0.0] * 8]),  # row 0 predicts 5 (right)
+        sampled_ids=torch.tensor([5, 3]),
+        disc_logits=torch.tensor([[-2.0, -1.0, 3.0, 9.0]]),  # predictions 0, 0, 1 (pad ignored)
+        is_replaced=torch.tensor([[0, 0, 1, 0]]),
+    )
+    sums = _MetricSums()
+    sums.update(out, labels, attention_mask)
+    m = _finish_metrics(sums.scalars(), torch.cat(sums.probs), torch.cat(sums.labels))
+    assert m["masked_lm_accuracy"] == 0.5
+    assert m["sampled_masked_lm_accuracy"] == 0.5
+    assert m["disc_accuracy"] == 1.0 and m["disc_precision"] == 1.0 and m["disc_recall"] == 1.0
+    assert m["disc_auc"] == 1.0
+    expected_disc = torch.nn.functional.binary_cross_entropy_with_logits(
+        torch.tensor([-2.0, -1.0, 3.0]), torch.tensor([0.0, 0.0, 1.0])
+    )
+    assert m["disc_loss"] == pytest.approx(expected_disc.item(), rel=1e-5)
+    ce = torch.nn.functional.cross_entropy(out.gen_logits, torch.tensor([5, 7]))
+    assert m["masked_lm_loss"] == pytest.approx(ce.item(), rel=1e-5)
+
+
+# --- Trainer hooks ------------------------------------------------------------------------------
+
+
+def test_trainer_uses_electras_optimizer_and_schedule(data_dir, tmp_path):
+    trainer, resume = prepare_pretraining(
+        data_dir=data_dir, output_dir=tmp_path / "out", hparams=tiny_hparams(warmup_steps=3, max_steps=12)
+    )
+    assert resume is None
+    trainer.create_optimizer_and_scheduler(num_training_steps=12)
+    assert isinstance(trainer.optimizer, ElectraAdamW)
+    assert trainer.optimizer.defaults["bias_correction"] is False
+    lambdas = [trainer.lr_scheduler.lr_lambdas[0](s) for s in range(12)]
+    assert lambdas == [electra_lr_lambda(s, warmup_steps=3, num_train_steps=12) for s in range(12)]
+    decay_names = {
+        n
+        for n, p in trainer.model.named_parameters()
+        if any(p is q for q in trainer.optimizer.param_groups[0]["params"])
+    }
+    assert decay_names and not any("LayerNorm" in n or n.endswith("bias") for n in decay_names)
+    hp = json.loads((tmp_path / "out" / "hparams.json").read_text())
+    assert hp["max_seq_length"] == 32 and hp["model_size"] == "small"
+
+
+def test_logged_loss_is_not_rescaled_under_gradient_accumulation(data_dir, tmp_path):
+    # STACK-NOTES loss-scaling trap: the logged loss must be the mean micro-batch loss, not twice it
+    run_pretraining(
+        data_dir=data_dir,
+        output_dir=tmp_path / "out",
+        hparams=tiny_hparams(gradient_accumulation_steps=2, per_device_train_batch_size=4, max_steps=2),
+    )
+    state = json.loads((tmp_path / "out" / "checkpoint-2" / "trainer_state.json").read_text())
+    logs = [h for h in state["log_history"] if "loss" in h and "mlm_loss" in h]
+    assert len(logs) == 2
+    for h in logs:
+        assert h["loss"] == pytest.approx(h["mlm_loss"] + 50.0 * h["disc_loss"], rel=2e-3)
+
+
+class _Crash(TrainerCallback):
+    """Simulates a killed run: raise after ``at`` optimizer steps."""
+
+    def __init__(self, at: int):
+        self.at = at
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.at:
+            raise KeyboardInterrupt("simulated kill")
+
+
+def _lr_log(output_dir, step):
+    state = json.loads((output_dir / f"checkpoint-{step}" / "trainer_state.json").read_text())
+    return {h["step"]: h["learning_rate"] for h in state["log_history"] if "learning_rate" in h}
+
+
+@pytest.mark.slow
+def test_rerun_resumes_an_interrupted_run_with_its_schedule(data_dir, tmp_path):
+    out = tmp_path / "out"
+    hp = tiny_hparams(max_steps=6, save_steps=3, warmup_steps=2, learning_rate=1e-3)
+    with pytest.raises(KeyboardInterrupt):
+        run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp, callbacks=[_Crash(4)])
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-3"]
+    # the same call again: continues from step 3 to 6
+    summary = run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp)
+    assert summary["global_step"] == 6
+    lrs = _lr_log(out, 6)
+    assert sorted(lrs) == [1, 2, 3, 4, 5, 6]
+    for step, lr in lrs.items():  # logged after step s: the rate used at step s (0-based s - 1)
+        assert lr == pytest.approx(
+            1e-3 * electra_lr_lambda(step - 1, warmup_steps=2, num_train_steps=6), abs=1e-9
+        )
+    assert set(summary["eval"]) >= {
+        "masked_lm_accuracy",
+        "masked_lm_loss",
+        "sampled_masked_lm_accuracy",
+        "disc_loss",
+        "disc_auc",
+        "disc_accuracy",
+        "disc_precision",
+        "disc_recall",
+    }
+    # a finished run re-run: nothing more to do, same step
+    assert run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp)["global_step"] == 6
+
+
+@pytest.mark.slow
+def test_cli_train_eval_export_end_to_end(data_dir, tmp_path):
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+    from typer.testing import CliRunner
+
+    from bioelectra.cli import pretrain_app
+
+    runner = CliRunner()
+    hp = json.dumps(tiny_hparams(max_steps=8, save_steps=4, eval_steps=4, learning_rate=2e-3))
+    out = tmp_path / "run"
+    result = runner.invoke(
+        pretrain_app, ["train", "--data-dir", str(data_dir), "--output-dir", str(out), "--hparams", hp]
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout[result.stdout.index("{") :])
+    assert summary["global_step"] == 8
+    eval_results = json.loads((out / "eval_results.json").read_text())
+    for name in ("masked_lm_accuracy", "sampled_masked_lm_accuracy", "disc_accuracy", "disc_precision"):
+        assert 0.0 <= eval_results[name] <= 1.0
+    state = json.loads((out / "checkpoint-8" / "trainer_state.json").read_text())
+    assert any(
+        "eval_disc_auc" in h and h["step"] == 4 for h in state["log_history"]
+    )  # logged during training
+    losses = [h["loss"] for h in state["log_history"] if "loss" in h]
+    assert losses[-1] < losses[0]
+
+    result = runner.invoke(pretrain_app, ["eval", "--model-dir", str(out), "--checkpoint", "4"])
+    assert result.exit_code == 0, result.output
+    ev = json.loads((out / "eval_checkpoint-4.json").read_text())
+    assert ev["step"] == 4 and set(ev["metrics"]) == set(eval_results) - {"step", "epoch"}
+
+    export = tmp_path / "export"
+    result = runner.invoke(pretrain_app, ["export", "--model-dir", str(out), "--output-dir", str(export)])
+    assert result.exit_code == 0, result.output
+    ner = AutoModelForTokenClassification.from_pretrained(export / "discriminator", num_labels=3)
+    assert ner.config.hidden_size == 32
+    tok = AutoTokenizer.from_pretrained(export / "discriminator")
+    assert len(tok) == 100
+    vocab_lines = (export / "generator" / "vocab.txt").read_text().splitlines()
+    assert vocab_lines == (data_dir / "vocab.txt").read_text().splitlines()
+    enc = tok("w1 w2 w3", return_tensors="pt")
+    assert ner(**enc).logits.shape == (1, 5, 3)
+
+    # the exported discriminator fine-tunes through `finetune`
+    from conftest import FIXTURES
+
+    from bioelectra.cli import app
+
+    ft_out = tmp_path / "finetune"
+    result = runner.invoke(
+        app,
+        ["finetune", "--loader", "ner", "--data-dir", str(FIXTURES / "ner-tiny"), "--ckpt", str(export / "discriminator"),
+         "--output-dir", str(ft_out), "--max-steps", "2", "--batch-size", "4", "--max-seq-length", "16"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    finetuned = json.loads((ft_out / "results.json").read_text())
+    assert finetuned["trials"][0]["test"]["num_words"] == finetuned["counts"]["test"]["words"] > 0
+
+    # --init-from the export (discriminator/ + generator/): weights carried over, fresh schedule
+    cont = tmp_path / "cont"
+    result = runner.invoke(
+        pretrain_app,
+        ["train", "--data-dir", str(data_dir), "--output-dir", str(cont), "--init-from", str(export),
+         "--hparams", json.dumps(tiny_hparams(max_steps=2, save_steps=2))],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads((cont / "hparams.json").read_text())["init_from"] == str(export.resolve())
+
+    # bad hparams: exit code 2 and the key named
+    result = runner.invoke(
+        pretrain_app,
+        ["train", "--data-dir", str(data_dir), "--output-dir", str(out), "--hparams", '{"bogus": 1}'],
+    )
+    assert result.exit_code == 2 and "bogus" in result.output
+
+
+def test_init_from_loads_the_given_weights(data_dir, tmp_path):
+    from bioelectra.training import build_model, resolve_hparams
+
+    hp = resolve_hparams("small", tiny_hparams())
+    source = build_model("small", hp, vocab_size=100, pad_token_id=0)
+    source.save_pretrained(tmp_path / "src")
+    trainer, _ = prepare_pretraining(
+        data_dir=data_dir, output_dir=tmp_path / "out", hparams=tiny_hparams(), init_from=tmp_path / "src"
+    )
+    for key, value in source.state_dict().items():
+        assert torch.equal(value, trainer.model.state_dict()[key]), key
+    assert trainer.model.embeddings_are_shared()
+    assert trainer.model.config.disc_weight == 50.0
+    from bioelectra.training import load_pretraining_model
+
+    assert load_pretraining_model(tmp_path / "src", disc_weight=3.0).config.disc_weight == 3.0
+    with pytest.raises(ValueError, match="untied_generator_embeddings"):
+        load_pretraining_model(tmp_path / "src", untied_generator_embeddings=True)
+    with pytest.raises(FileNotFoundError, match="discriminator/"):
+        load_pretraining_model(tmp_path)
+
+
+def test_empty_validation_split_skips_metrics_in_training_and_fails_eval(tmp_path):
+    from bioelectra.training import evaluate_checkpoint
+
+    data = make_data_dir(tmp_path / "data", n_train=16, n_validation=0)
+    summary = run_pretraining(
+        data_dir=data,
+        output_dir=tmp_path / "out",
+        hparams=tiny_hparams(max_steps=2, save_steps=2, eval_steps=1),
+    )
+    assert summary["global_step"] == 2 and summary["eval"] is None
+    assert not (tmp_path / "out" / "eval_results.json").exists()
+    with pytest.raises(ValueError, match="validation split is empty"):
+        evaluate_checkpoint(model_dir=tmp_path / "out")
