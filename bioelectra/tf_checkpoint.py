@@ -1092,6 +1092,23 @@ def _write_model(directory: Path, config, state: dict, tokenizer, *, architectur
     tokenizer.save_pretrained(directory)
 
 
+def _write_pretraining_model(tmp: Path, tokenizer, *, untied: bool) -> None:
+    """``tmp/pretraining/``: the joint ``ElectraPretrainingModel`` built from the converted pair.
+
+    Pre-training continues from it (``pretrain train --init-from``) with the original's sharing: the
+    generator reads the discriminator's embeddings unless the checkpoint had untied generator embeddings.
+    """
+    from transformers import ElectraForMaskedLM, ElectraForPreTraining
+
+    from bioelectra.modeling import ElectraPretrainingModel
+
+    discriminator = ElectraForPreTraining.from_pretrained(tmp / "discriminator")
+    generator = ElectraForMaskedLM.from_pretrained(tmp / "generator")
+    joint = ElectraPretrainingModel.from_pair(discriminator, generator, untied_generator_embeddings=untied)
+    joint.save_pretrained(tmp / "pretraining")
+    tokenizer.save_pretrained(tmp / "pretraining")
+
+
 def convert_tf_checkpoint(
     tf_dir: str | os.PathLike,
     output_dir: str | os.PathLike,
@@ -1285,6 +1302,9 @@ def convert_tf_checkpoint(
             if export != "both":
                 target.rmdir()  # recreated by _write_model
             _write_model(target, cfg, states[part], tokenizer, architecture=arch[part])
+        if export == "both":
+            _write_pretraining_model(tmp, tokenizer, untied="generator/embeddings/word_embeddings" in reader)
+            report.outputs["pretraining"] = str(output_dir / "pretraining")
         report.seconds = round(time.perf_counter() - started, 3)
         (tmp / "conversion_report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
         if output_dir.exists():

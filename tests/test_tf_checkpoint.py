@@ -319,6 +319,28 @@ def test_bf16_untied_both(bf16_both):
     assert saved["step"] == 7 and saved["outputs"]["generator"] == str(out / "generator")
 
 
+@pytest.mark.parametrize("which", ["fp32", "bf16"])
+def test_both_also_writes_the_joint_pretraining_model(which, fp32_both, bf16_both):
+    """`--export both` writes the full ElectraPretrainingModel: exact weights, ties as in the original."""
+    from transformers import AutoModel
+
+    from bioelectra.modeling import ElectraPretrainingModel
+
+    out, report = fp32_both if which == "fp32" else bf16_both
+    untied = which == "bf16"
+    want = expected(FP32 if which == "fp32" else BF16)
+    assert report.outputs["pretraining"] == str(out / "pretraining")
+    joint = AutoModel.from_pretrained(out / "pretraining")
+    assert isinstance(joint, ElectraPretrainingModel)
+    assert joint.config.untied_generator_embeddings is untied
+    assert_exact(joint.discriminator, want, generator=False, untied=untied)
+    assert_exact(joint.generator, want, generator=True, untied=untied)
+    disc_words = joint.discriminator.electra.embeddings.word_embeddings.weight
+    gen_words = joint.generator.electra.embeddings.word_embeddings.weight
+    assert (gen_words.data_ptr() == disc_words.data_ptr()) is (not untied)
+    assert joint.generator.generator_lm_head.weight.data_ptr() == gen_words.data_ptr()
+
+
 def test_report_counts(fp32_both, tmp_path):
     out, report = fp32_both
     want = expected(FP32)
