@@ -158,3 +158,13 @@ def test_finetune_accepts_an_original_tensorflow_checkpoint(tmp_path):
     # a second run reuses the conversion
     result = _finetune([*args, "--trials", "2"])
     assert "converted TF checkpoint" not in result.output
+
+
+def test_app_has_the_three_commands():
+    result = runner.invoke(app, ["--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for command in ("finetune", "pretrain", "convert"):
+        assert command in result.output
+    result = runner.invoke(app, ["pretrain", "--help"], env={"COLUMNS": "200"})
+    for command in ("build-vocab", "build-data", "train", "eval", "export"):
+        assert command in result.output
