@@ -86,7 +86,8 @@ def re_metrics(gold: Sequence[str], predicted: Sequence[str], *, positive_labels
         predicted: predicted label of each example, same length.
         positive_labels: the labels that count (see the module docstring); the others (``false``,
             ``DDI-false``, ``0``) are negatives.
-        labels: every label, in report order (default: sorted labels seen in ``gold`` and ``predicted``).
+        labels: every label, in report order (default: the positive labels and the labels seen in ``gold``
+            and ``predicted``, sorted).
 
     Returns:
         ``{"precision", "recall", "f1", "accuracy", "num_examples", "num_gold_positive",
@@ -101,7 +102,7 @@ def re_metrics(gold: Sequence[str], predicted: Sequence[str], *, positive_labels
     positive = list(positive_labels)
     if not positive:
         raise ValueError("no positive labels: the micro-averaged scores would be undefined")
-    order = list(labels) if labels is not None else sorted(set(gold) | set(predicted))
+    order = list(labels) if labels is not None else sorted(set(gold) | set(predicted) | set(positive))
     for label in set(gold) | set(predicted):
         if label not in order:
             order.append(label)
