@@ -5,9 +5,11 @@ H->H, GELU, dropout, linear H->num_labels over the first token), loadable with
 ``AutoModelForSequenceClassification``.
 
 ``electra``: the original ELECTRA fine-tuning head (google-research/electra,
-``finetune/classification/classification_tasks.py``: ``reprs = get_pooled_output()``, dropout 0.1, one
-dense layer to the labels), i.e. dropout + linear over the final hidden state of ``[CLS]``:
-:class:`ElectraForRelationClassification`, loadable with its own ``from_pretrained``.
+``finetune/classification/classification_tasks.py``: ``reprs = bert_model.get_pooled_output()``,
+``tf.nn.dropout(reprs, keep_prob=0.9)`` in training, ``tf.layers.dense(reprs, num_labels)``; and
+``model/modeling.py``: ``pooled_output = sequence_output[:, 0]``, no pooler layer), i.e. dropout + linear
+over the final hidden state of ``[CLS]``: :class:`ElectraForRelationClassification`, loadable with its own
+``from_pretrained`` (``AutoModelForSequenceClassification`` would build the ``hf`` head instead).
 """
 
 from __future__ import annotations

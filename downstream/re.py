@@ -278,8 +278,8 @@ class DdiStats:
 
     Attributes:
         documents, sentences, pairs: read from the XML.
-        discontinuous_mentions: target mentions with several ``charOffset`` ranges (only the first range is
-            replaced, see :func:`ddi_pair_sentence`).
+        discontinuous_mentions: target mentions with several ``charOffset`` ranges, counted once per pair
+            they take part in (only the first range is replaced, see :func:`ddi_examples_from_xml`).
         overlapping_pairs: pairs whose two target mentions overlap (one ``@DRUG-DRUG$`` replaces both).
         untyped_true_pairs: pairs with ``ddi="true"`` and no ``type``, left out (pair ids listed).
     """

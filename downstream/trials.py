@@ -404,6 +404,7 @@ def _write_reports(settings: FinetuneSettings, task, counts, records) -> dict[st
         "std_ddof": STD_DDOF,
     }
     if settings.task == "re":
+        report["fold"] = settings.fold
         report["positive_labels"] = task.positive_labels
         report["model_class"] = task.model_class_name
     output_dir = Path(settings.output_dir)
