@@ -179,3 +179,43 @@ def registry_free_files(folder, fold=None):
     from downstream.re import find_re_files
 
     return find_re_files(folder, fold=fold)
+
+
+def test_gad_archive_download_keeps_the_fold_folders(tmp_path, monkeypatch):
+    """BioBERT's archive holds ``datasets/RE/GAD/<k>/*.tsv``: the fold folders survive extraction."""
+    import dataclasses
+    import hashlib
+    import io
+    import tarfile
+
+    monkeypatch.setattr(registry, "offline_mode", lambda: False)
+    members = {f"{k}/{name}": (FIXTURES / "re-gad" / str(k) / name).read_bytes()
+               for k in (1, 2) for name in ("train.tsv", "dev.tsv", "test.tsv")}
+    members["1/.hidden"] = b"x"
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in {**members, "../NER/x.tsv": b"no"}.items():
+            info = tarfile.TarInfo(f"datasets/RE/GAD/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    archive = tmp_path / "datasets.tar.gz"
+    archive.write_bytes(buffer.getvalue())
+    spec = dataclasses.replace(registry.get_spec("gad"), archive_url=archive.as_uri(),
+                               sha256={"2/test.tsv": hashlib.sha256(members["2/test.tsv"]).hexdigest()})
+    target = registry.download_dataset(spec, tmp_path / "cache" / "gad")
+    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*.tsv")) == sorted(
+        k for k in members if k.endswith(".tsv"))
+    from downstream.re import list_folds
+
+    assert list_folds(target) == [1, 2]
+
+
+@pytest.mark.slow
+def test_registered_name_resolves_through_the_cache(tmp_path, tiny_checkpoint, monkeypatch):
+    monkeypatch.setenv("BIOELECTRA_CACHE", str(tmp_path / "cache"))
+    shutil.copytree(FIXTURES / "re-gad", tmp_path / "cache" / "datasets" / "gad")
+    out = tmp_path / "run"
+    _finetune([*_common(tiny_checkpoint), "--dataset", "gad", "--folds", "1,2", "--max-steps", "1", "--output-dir", str(out)])
+    report = json.loads((out / "results.json").read_text())
+    assert report["folds"] == [1, 2] and report["dataset_title"].startswith("GAD")
+    assert report["fold_reports"][1]["fold"] == 2
