@@ -24,6 +24,9 @@ Bio-ELECTRA's vocabulary has no ``[unused*]`` slots, and mapping ``@GENE$`` to a
 ``gene`` would mix the argument marker with the real word that occurs in the same sentences. Without
 either, WordPiece splits ``@GENE$`` into ``@ GE ##NE $`` and ``BC6ENTC`` into several pieces.
 
+Missing markers: examples whose text has fewer than two argument placeholders (Bio-ELECTRA's ChemProt has
+24 / 6 / 15 such lines in train / dev / test, see SOURCES.md 3c) are counted (``marker_missing``), not dropped.
+
 Truncation: an example longer than ``max_seq_length`` sub-tokens keeps its first ``max_seq_length - 1``
 sub-tokens and a final ``[SEP]``. Examples where this cuts away a placeholder are counted
 (``marker_lost``) and the first few listed by index, never dropped or hidden.
@@ -60,6 +63,11 @@ PLACEHOLDERS = (
     "BC6ENTG",
     "BC6OTHER",
 )
+
+#: Placeholders that stand for one of the two arguments (``BC6OTHER`` marks any other mention), and those
+#: that stand for both at once (overlapping arguments).
+ARGUMENT_PLACEHOLDERS = tuple(t for t in PLACEHOLDERS if t != "BC6OTHER")
+OVERLAP_PLACEHOLDERS = ("@CHEM-GENE$", "@DRUG-DRUG$")
 
 #: Labels meaning "no relation" in the supported benchmarks; they are left out of the micro-averaged
 #: scores (ChemProt ``false``/``False``, DDI ``DDI-false``; GAD's ``0`` is the negative class of its binary F1).
@@ -595,6 +603,14 @@ def add_placeholder_tokens(tokenizer, placeholders: Sequence[str]) -> list[int]:
     return ids
 
 
+def argument_marker_count(sentence: str) -> int:
+    """How many argument placeholders ``sentence`` holds (an overlap marker such as ``@DRUG-DRUG$`` counts 2).
+
+    A well-formed example has 2; fewer means the file lost an argument marker.
+    """
+    return sum(sentence.count(t) * (2 if t in OVERLAP_PLACEHOLDERS else 1) for t in ARGUMENT_PLACEHOLDERS)
+
+
 @dataclass
 class EncodedReSplit:
     """Model inputs of one split: one feature per example.
@@ -605,7 +621,8 @@ class EncodedReSplit:
             by length).
         stats: ``examples``, ``truncated`` (longer than ``max_seq_length``), ``marker_lost`` (a placeholder
             cut away by truncation), ``marker_lost_indices`` (the first 20 such examples' indices),
-            ``subtokens``.
+            ``marker_missing`` (fewer than two argument placeholders in the file's text, before any
+            truncation), ``marker_missing_indices`` (the first 20), ``subtokens``.
     """
 
     features: list[dict]
@@ -659,10 +676,18 @@ def encode_re_split(
         rows.append(({"input_ids": list(ids), "token_type_ids": list(types), "labels": label2id[example.label]}, position))
     if sort_by_length:
         rows.sort(key=lambda r: len(r[0]["input_ids"]))
+    missing = [e.index for e in split.examples if argument_marker_count(e.sentence) < 2]
+    if missing:
+        logger.warning(
+            "%s: %d example(s) have fewer than two argument placeholders in the file (e.g. %s); kept, counted as "
+            "'marker_missing'", split.path, len(missing), ", ".join(missing[:5]),
+        )
     stats: dict[str, object] = {
         "truncated": truncated,
         "marker_lost": len(lost),
         "marker_lost_indices": lost[:20],
+        "marker_missing": len(missing),
+        "marker_missing_indices": missing[:20],
         "subtokens": sum(len(r[0]["input_ids"]) for r in rows),
     }
     if lost:

@@ -229,7 +229,12 @@ class ReTask:
 
     kind = "re"
     headline_metrics = ("f1", "precision", "recall", "accuracy")
-    count_columns = (("examples", "examples"), ("truncated", "truncated"), ("marker_lost", "marker lost"))
+    count_columns = (
+        ("examples", "examples"),
+        ("truncated", "truncated"),
+        ("marker_lost", "marker lost"),
+        ("marker_missing", "marker missing in file"),
+    )
     size_key = "examples"
     predictions_filename = "test_predictions.tsv"
 

@@ -67,6 +67,26 @@ def test_truncation_counts_examples_that_lose_a_marker(tmp_path, tokenizer):
     assert lengths == sorted(lengths) and sorted(by_length.example_index) == [0, 1, 2]
 
 
+def test_examples_missing_a_marker_in_the_file_are_counted(tmp_path, tokenizer):
+    from downstream.re import argument_marker_count
+
+    assert argument_marker_count("BC6ENTC binds BC6ENTG near BC6OTHER") == 2
+    assert argument_marker_count("@DRUG-DRUG$ with x") == 2 and argument_marker_count("@GENE$ only") == 1
+    path = write_lines(tmp_path / "t.tsv", ["sentence\tlabel", "BC6ENTC binds BC6ENTG\tCPR:4", "BC6OTHER binds BC6ENTG\tFalse"])
+    encoded = encode_re_split(read_re_file(path), tokenizer, {"False": 0, "CPR:4": 1}, max_seq_length=32)
+    assert (encoded.stats["marker_missing"], encoded.stats["marker_missing_indices"]) == (1, ["1"])
+
+
+@pytest.mark.shared_data
+def test_real_chemprot_lines_without_a_marker(shared_data, tokenizer):
+    """SOURCES.md 3c: train 23 lines without BC6ENTC + 1 without BC6ENTG, dev 6 / 0, test 14 / 1."""
+    from downstream.re import argument_marker_count
+
+    for split, expected in (("train", 24), ("dev", 6), ("test", 15)):
+        examples = read_re_file(shared_data / "re" / "chemprot" / f"{split}.tsv").examples
+        assert sum(1 for e in examples if argument_marker_count(e.sentence) < 2) == expected
+
+
 def test_unknown_label_while_encoding_names_the_line(tmp_path, tokenizer):
     from downstream.errors import DataFormatError
 
