@@ -79,6 +79,11 @@ class Precision(StrEnum):
     fp16 = "fp16"
 
 
+class ReHead(StrEnum):
+    electra = "electra"
+    hf = "hf"
+
+
 class Iob1Policy(StrEnum):
     repair = "repair"
     reject = "reject"
@@ -122,7 +127,7 @@ def finetune(
     eval_batch_size: Annotated[int, typer.Option("--eval-batch-size", "--eval_batch_size", min=1, help="Evaluation batch size per device.")] = 64,
     max_seq_length: Annotated[
         int,
-        typer.Option("--max-seq-length", "--max_seq_length", min=8, help="Sub-tokens per model input, [CLS] and [SEP] included; longer sentences are split into windows."),
+        typer.Option("--max-seq-length", "--max_seq_length", min=8, help="Sub-tokens per model input, [CLS] and [SEP] included. NER: longer sentences are split into windows; RE: truncated, examples losing an entity marker counted."),
     ] = 128,
     seed: Annotated[int, typer.Option(help="Seed of the first trial; trial i uses seed + i.")] = 42,
     max_steps: Annotated[int, typer.Option("--max-steps", "--max_steps", help="If > 0, stop each trial after this many optimizer steps (overrides --epochs).")] = -1,
@@ -136,15 +141,40 @@ def finetune(
     max_train_examples: Annotated[
         int | None, typer.Option("--max-train-examples", help="Use only the first N training sentences/examples (smoke runs).")
     ] = None,
+    fold: Annotated[
+        int | None, typer.Option(min=1, help="RE: cross-validation fold to run (GAD: 1..10; the data folder holds 1/ 2/ ...).")
+    ] = None,
+    folds: Annotated[
+        str | None,
+        typer.Option(help="RE: 'all' runs every fold folder and reports the mean over folds; or a list like '1,2,3'."),
+    ] = None,
+    re_head: Annotated[
+        ReHead,
+        typer.Option("--re-head", "--re_head", help="RE classifier head: 'electra' (dropout + linear over [CLS], ELECTRA's) or 'hf' (ElectraClassificationHead)."),
+    ] = ReHead.electra,
+    dev_fraction: Annotated[
+        float, typer.Option("--dev-fraction", min=0.01, max=0.5, help="RE: fraction of train cut off as the development split when there is none.")
+    ] = 0.1,
+    dev_split_seed: Annotated[int, typer.Option("--dev-split-seed", help="RE: seed of the development cut (shared by all trials).")] = 42,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
 ) -> None:
     """Fine-tune a checkpoint on a biomedical benchmark, N seeded trials, and report dev/test metrics."""
     _setup_logging(verbose)
     from downstream.errors import DownstreamError
-    from downstream.trials import FinetuneSettings, format_summary_table, run_trials
+    from downstream.trials import (
+        FinetuneSettings,
+        format_folds_table,
+        format_summary_table,
+        run_folds,
+        run_trials,
+    )
 
     if dataset is None and data_dir is None:
         _fail(_UserError("give --dataset NAME (a registered benchmark) or --data-dir DIR (your own files)"))
+    if loader is Loader.ner and (fold is not None or folds is not None):
+        _fail(_UserError("--fold / --folds are for cross-validated relation extraction data (--loader re)"))
+    if fold is not None and folds is not None:
+        _fail(_UserError("give --fold K or --folds all, not both"))
     name = dataset or data_dir.name  # type: ignore[union-attr]
     out = output_dir or Path("runs") / f"{loader.value}-{name}"
     try:
@@ -171,13 +201,37 @@ def finetune(
             precision=precision.value,
             iob1_policy=iob1.value,
             max_train_examples=max_train_examples,
+            fold=fold,
+            re_head=re_head.value,
+            dev_fraction=dev_fraction,
+            dev_split_seed=dev_split_seed,
         )
-        report = run_trials(settings)
+        if folds is not None:
+            report = run_folds(settings, _parse_folds(folds, settings))
+        else:
+            report = run_trials(settings)
     except (DownstreamError, FileNotFoundError, ValueError, OSError) as exc:
         _fail(exc)
         return
-    print(format_summary_table(report))
+    print(format_folds_table(report) if folds is not None else format_summary_table(report))
     console.print(f"[green]results:[/] {out / 'results.json'}  {out / 'results.md'}")
+
+
+def _parse_folds(folds: str, settings) -> list[int]:
+    """``all`` -> every fold folder of the data; ``1,3,5`` -> those folds."""
+    from downstream.re import list_folds
+    from downstream.registry import locate_dataset_dir
+
+    if folds.strip().lower() == "all":
+        folder = settings.data_dir if settings.data_dir is not None else locate_dataset_dir(settings.dataset, task="re")
+        found = list_folds(folder)
+        if not found:
+            raise ValueError(f"--folds all: {folder} has no fold folders (1/ 2/ ...)")
+        return found
+    try:
+        return [int(x) for x in folds.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--folds {folds!r}: expected 'all' or a comma-separated list of fold numbers") from None
 
 
 def _resolve_checkpoint(ckpt: str, output_dir: Path) -> str:

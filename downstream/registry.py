@@ -57,6 +57,10 @@ class DatasetSpec:
         sha256: expected SHA-256 of split files (``{"train.tsv": "..."}``), where known.
         shipped: whether a copy ships inside this package (``downstream/data/<name>/``).
         metric: headline metric (a key of the task's metric dict).
+        files: files downloaded one by one instead of from ``archive_url`` (``{relative path: URL}``).
+        layout: ``splits`` (train/dev/test files), ``folds`` (``1/`` .. ``10/`` fold folders, each with its
+            splits) or ``ddi-zip`` (the DDI 2013 XML zip, converted on first use).
+        labels: the benchmark's label set, where fixed (RE; documentation and tests, the files decide).
     """
 
     name: str
@@ -70,6 +74,9 @@ class DatasetSpec:
     sha256: dict[str, str] = field(default_factory=dict)
     shipped: bool = False
     metric: str = "f1"
+    files: dict[str, str] = field(default_factory=dict)
+    layout: str = "splits"
+    labels: tuple[str, ...] = ()
 
 
 # SHA-256 of the BioBERT-format files as redistributed in the BioMedBERT repository (commit 93fd69d6),
@@ -193,8 +200,91 @@ NER_DATASETS: dict[str, DatasetSpec] = {
     ]
 }
 
-#: Every registered dataset, by name (relation extraction sets join this table).
-DATASETS: dict[str, DatasetSpec] = dict(NER_DATASETS)
+#: Bio-ELECTRA's repository at the commit its ChemProt files were taken from (../shared/data/SOURCES.md 3c).
+BIO_ELECTRA_RAW = "https://raw.githubusercontent.com/SciCrunch/bio_electra/7a53526773e047c02f03400f61a906a636b9054d"
+#: The DDI corpus authors' repository (SOURCES.md 3e).
+DDI_CORPUS_URL = "https://github.com/isegura/DDICorpus/raw/819b0fa538ed83ab2a8b4f5417bba3c03249b7f3/DDICorpus-2013.zip"
+
+# SHA-256 of BioBERT's GAD folds as redistributed in BioMedBERT @ 93fd69d6 (SOURCES.md 3a); every fold's
+# dev.tsv is empty (SHA-256 of b"").
+_GAD_SHA = {
+    "1/test.tsv": "68fe2b2bddefac2cd5d35b4bc8a13bceee95ee9a582a623632981e893cdb512e",
+    "1/train.tsv": "21e3765852a13cf03e6e759e201c5ad2d18b10d3ab05a8ac6bd7510f18f68fec",
+    "10/test.tsv": "d12df5d5418f91ff0170511593489b87e4046e9ca04e4a5cea14a5334a2982d2",
+    "10/train.tsv": "0296153d9c30da60ab73727c85deaf7a6b0149e43b06b42316227419b257d03b",
+    "2/test.tsv": "51600ff88ed405725e8860f11b8c2d17cbb38b420a8faa83eaaf44c21bbb89d4",
+    "2/train.tsv": "c920a8977d3963708be4115d440c4ad04f09de2d9facd3b3b64082287cc6e09a",
+    "3/test.tsv": "72058831d5c983b4b9a5db93011c851c02cd7be4c91df271502df3f2dccce50a",
+    "3/train.tsv": "69993033b7d9717cac902d2108ce9e5cb65a294da5a342043cd7a76e9e459cac",
+    "4/test.tsv": "9bf6dd6986899367f8e028fa5a24f02b15dabb2621e344d6d8e4787c056f1de6",
+    "4/train.tsv": "980f3fe19676dac4e40595b0a6c76965161de341cd9a304ec493d8e003a61df4",
+    "5/test.tsv": "dbac9eba54f137ce01d3b29bc6dd4f61a2881ef0a2990193ff53b1d95f1a6e30",
+    "5/train.tsv": "25b2f6ff645839e6cf55f12526f3692bb689176e9f1bd757cfc52cb71ca8109d",
+    "6/test.tsv": "7d6ec806d9152670bcfecb6f56703116756e51d438bc16e9aed272186f7af679",
+    "6/train.tsv": "5588e16c9e9698c8fbf73d26814202e0d1016721b5f5415c0d75e474159a552c",
+    "7/test.tsv": "32462105be3f2637d9b9aa452101812b329f0350a10de31dfff240aca4766b0e",
+    "7/train.tsv": "f8e5b6b4498978d484d098da4168e91a54894d383ad5af75ea6f1fd96ef4a0bf",
+    "8/test.tsv": "e78c0eb47929002b99ff82534853a6261376c461e479759e50456a84be7c151f",
+    "8/train.tsv": "f4ad27106243e667c3e2fe6040393a9baf62cb4edee5ceada7105db6bd77141f",
+    "9/test.tsv": "5e673314a57edf65020d37fe3d36d59c39b878a79a36d30f44cef1344af0abf5",
+    "9/train.tsv": "41c7f5b639a64058d5a09e698503463147369bb9b8c61f51da8bca582ca4464b",
+}
+
+RE_DATASETS: dict[str, DatasetSpec] = {
+    spec.name: spec
+    for spec in [
+        DatasetSpec(
+            name="chemprot",
+            task="re",
+            title="ChemProt (BioCreative VI CHEMPROT), Bio-ELECTRA's sentence-level files",
+            entity_types=("CHEMICAL", "GENE"),
+            archive_url=BIO_ELECTRA_RAW,
+            archive_member="electra/data/finetuning_data/chemprot",
+            original_url="https://biocreative.bioinformatics.udel.edu/tasks/biocreative-vi/track-5/",
+            citation="Krallinger et al., Proceedings of the BioCreative VI Workshop, 2017",
+            sha256={
+                "train.tsv": "f69f85e7b449defe6bec4eea7005114293c2fc4919b9fb474411b9120239439b",
+                "dev.tsv": "71be2ade9dce952da88f09dc61fbc309f96d9698fbd64e6ef4cb597f3d87c3be",
+                "test.tsv": "9b9774a598cbdbeb89894b4117cf35d102331860e91f4aed1e2ff8cc839cf2f0",
+            },
+            files={
+                name: f"{BIO_ELECTRA_RAW}/electra/data/finetuning_data/chemprot/{name}"
+                for name in ("train.tsv", "dev.tsv", "test.tsv")
+            },
+            labels=("False", "CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9"),
+        ),
+        DatasetSpec(
+            name="ddi",
+            task="re",
+            title="DDI 2013 extraction task (original XML corpus, converted to BLURB-style pairs)",
+            entity_types=("DRUG",),
+            archive_url=DDI_CORPUS_URL,
+            archive_member="DDICorpus",
+            original_url="https://github.com/isegura/DDICorpus",
+            citation="Segura-Bedmar, Martinez and Herrero-Zazo, SemEval-2013 Task 9; Herrero-Zazo et al., J Biomed Inform 46(5), 2013",
+            sha256={"DDICorpus-2013.zip": "87fc63e32ebce20d9841c372e0c594ec72d60882ab5621550ca73c3eaf80ab60"},
+            files={"DDICorpus-2013.zip": DDI_CORPUS_URL},
+            layout="ddi-zip",
+            labels=("DDI-false", "DDI-advise", "DDI-effect", "DDI-int", "DDI-mechanism"),
+        ),
+        DatasetSpec(
+            name="gad",
+            task="re",
+            title="GAD gene-disease associations (BioBERT's 10-fold split)",
+            entity_types=("GENE", "DISEASE"),
+            archive_url=BIOBERT_ARCHIVE_URL,
+            archive_member="datasets/RE/GAD",
+            original_url="https://geneticassociationdb.nih.gov/",
+            citation="Becker et al., Nature Genetics 36:431-432, 2004; Bravo et al., BMC Bioinformatics 16:55, 2015",
+            sha256=_GAD_SHA,
+            layout="folds",
+            labels=("0", "1"),
+        ),
+    ]
+}
+
+#: Every registered dataset, by name.
+DATASETS: dict[str, DatasetSpec] = {**NER_DATASETS, **RE_DATASETS}
 
 
 def get_spec(name: str, *, task: str | None = None) -> DatasetSpec:
@@ -270,6 +360,19 @@ def offline_mode() -> bool:
 
 
 def _unavailable_message(spec: DatasetSpec, target: Path, reason: str) -> str:
+    if spec.task == "re":
+        expected = {
+            "splits": f"train.tsv, dev.tsv, test.tsv in {target}",
+            "folds": f"fold folders {target}/1/ .. {target}/10/, each with train.tsv, dev.tsv (may be empty), test.tsv",
+            "ddi-zip": f"DDICorpus-2013.zip in {target}",
+        }[spec.layout]
+        return (
+            f"dataset {spec.name!r} ({spec.title}) is not available: {reason}.\n"
+            f"  Expected: {expected}\n"
+            f"  or pass --data-dir DIR pointing at such a folder.\n"
+            f"  Source: {', '.join(spec.files.values()) or spec.archive_url + ' (folder ' + spec.archive_member + '/)'}; "
+            f"original corpus: {spec.original_url}"
+        )
     return (
         f"dataset {spec.name!r} ({spec.title}) is not available: {reason}.\n"
         f"  Expected files: train.tsv, devel.tsv (or dev.tsv), test.tsv in {target}\n"
@@ -342,15 +445,18 @@ def download_dataset(spec: DatasetSpec, target: Path, *, timeout: float = 5.0) -
                 if not member.isfile() or not name.startswith(prefix):
                     continue
                 rel = name[len(prefix):]
-                if "/" in rel or rel.startswith("."):
+                nested = spec.layout == "folds" and rel.count("/") == 1 and rel.split("/")[0].isdigit()
+                if ("/" in rel and not nested) or rel.startswith(".") or "/." in rel:
                     continue
+                (staging / rel).parent.mkdir(parents=True, exist_ok=True)
                 with tar.extractfile(member) as src, open(staging / rel, "wb") as dst:  # type: ignore[union-attr]
                     shutil.copyfileobj(src, dst)
                 extracted += 1
         if extracted == 0:
             raise DownstreamError(f"{spec.archive_url}: no files under {prefix} in the archive")
         verify_checksums(spec, staging)
-        find_split_files(staging)
+        if spec.task == "ner":
+            find_split_files(staging)
         if target.exists():
             shutil.rmtree(target)
         os.replace(staging, target)
@@ -398,3 +504,60 @@ def locate_dataset(name: str, *, task: str | None = None, download: bool = True)
     if not download:
         raise DatasetUnavailableError(_unavailable_message(spec, cached, "not in the cache"))
     return find_split_files(download_dataset(spec, cached))
+
+
+def download_files(spec: DatasetSpec, target: Path, *, timeout: float = 5.0) -> Path:
+    """Download ``spec.files`` one by one into ``target`` and verify their checksums.
+
+    Raises:
+        DatasetUnavailableError: offline, unreachable host, or a failed download.
+        DownstreamError: a checksum mismatch.
+    """
+    if offline_mode():
+        raise DatasetUnavailableError(_unavailable_message(spec, target, "offline mode (HF_HUB_OFFLINE / BIOELECTRA_OFFLINE is set)"))
+    first_url = next(iter(spec.files.values()))
+    if not _host_reachable(first_url, timeout):
+        raise DatasetUnavailableError(
+            _unavailable_message(spec, target, f"cannot reach {urllib.parse.urlparse(first_url).hostname} within {timeout:.0f} s")
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix=f".{spec.name}.", dir=target.parent))
+    try:
+        for rel, url in spec.files.items():
+            logger.info("downloading %s (%s)", url, spec.name)
+            (workdir / rel).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with urllib.request.urlopen(url, timeout=timeout) as response, open(workdir / rel, "wb") as out:
+                    shutil.copyfileobj(response, out)
+            except OSError as exc:
+                raise DatasetUnavailableError(_unavailable_message(spec, target, f"download of {url} failed: {exc}")) from exc
+        verify_checksums(spec, workdir)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(workdir, target)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    logger.info("cached %s in %s", spec.name, target)
+    return target
+
+
+def locate_dataset_dir(name: str, *, task: str | None = None, download: bool = True) -> Path:
+    """The folder of a registered dataset (relation extraction: files, fold folders or the DDI zip), from
+    the cache or downloaded into it.
+
+    Raises:
+        DownstreamError: unknown dataset.
+        DatasetUnavailableError: not cached and not downloadable now.
+    """
+    spec = get_spec(name, task=task)
+    shipped = shipped_dir(spec.name) if spec.shipped else None
+    if shipped is not None:
+        return shipped
+    cached = cache_root() / "datasets" / spec.name
+    if cached.is_dir():
+        return cached
+    if not download:
+        raise DatasetUnavailableError(_unavailable_message(spec, cached, "not in the cache"))
+    if spec.files:
+        return download_files(spec, cached)
+    return download_dataset(spec, cached)

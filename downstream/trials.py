@@ -7,9 +7,14 @@ development set by ``settings.metric``, evaluates that model on the test set, an
 - ``output_dir/results.json``: settings, split counts, per-trial dev and test metrics (seed, best epoch,
   epochs, seconds), and a summary (mean, std with its ddof, min, max) of each headline metric;
 - ``output_dir/results.md``: the same as Markdown tables;
-- ``output_dir/trial-<i>/test_predictions.txt`` (``token gold predicted``) and
+- ``output_dir/trial-<i>/test_predictions.txt`` (NER: ``token gold predicted``) or
+  ``test_predictions.tsv`` (RE: ``index<TAB>gold<TAB>predicted``), and
   ``output_dir/trial-<i>/model/`` (``save_pretrained``, loadable with ``AutoModelFor...`` and usable in a
   ``transformers.pipeline``).
+
+What differs between task kinds (metrics summarised, count columns, prediction files, how the metric is
+stated) comes from the task adapter (``downstream.tasks``). ``run_folds`` runs ``run_trials`` once per
+cross-validation fold (GAD) into ``output_dir/fold-<k>/`` and writes the mean over folds.
 
 Running the same command again reuses finished trials (``trial-<i>/trial.json`` with the same settings)
 and runs only the missing ones.
@@ -30,14 +35,17 @@ from typing import Any
 
 from downstream.checkpoints import load_tokenizer
 from downstream.errors import DownstreamError
-from downstream.metrics import NER_METRIC_MODE, summarize
-from downstream.registry import find_split_files, get_spec, locate_dataset
+from downstream.metrics import summarize
+from downstream.registry import find_split_files, get_spec, locate_dataset, locate_dataset_dir
 from downstream.tasks import argmax_logits, build_task
 
 logger = logging.getLogger(__name__)
 
 #: Standard deviation reported over trials: sample std (ddof=1).
 STD_DDOF = 1
+
+#: Settings that only relation extraction uses.
+RE_ONLY_SETTINGS = ("fold", "re_head", "dev_fraction", "dev_split_seed")
 
 
 @dataclass
@@ -67,7 +75,12 @@ class FinetuneSettings:
         weight_decay: AdamW weight decay.
         precision: ``auto`` (bf16 on a GPU that supports it, else fp32), ``fp32``, ``bf16``, ``fp16``.
         iob1_policy: ``repair`` or ``reject`` IOB1 tags (NER).
-        max_train_examples: keep only the first N training sentences (smoke runs).
+        max_train_examples: keep only the first N training sentences / examples (smoke runs).
+        fold: cross-validation fold to run (RE datasets with fold folders, e.g. GAD ``1`` .. ``10``).
+        re_head: RE classifier head, ``electra`` (dropout + linear over [CLS]) or ``hf``
+            (``ElectraClassificationHead``).
+        dev_fraction: RE: fraction of train cut off as the development split when there is none.
+        dev_split_seed: RE: seed of that cut (shared by all trials).
     """
 
     task: str
@@ -91,6 +104,10 @@ class FinetuneSettings:
     precision: str = "auto"
     iob1_policy: str = "repair"
     max_train_examples: int | None = None
+    fold: int | None = None
+    re_head: str = "electra"
+    dev_fraction: float = 0.1
+    dev_split_seed: int = 42
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -101,6 +118,9 @@ class FinetuneSettings:
         data = self.to_json()
         for key in ("num_trials", "output_dir", "checkpoint"):
             data.pop(key)
+        if self.task == "ner":  # RE-only settings: NER fingerprints stay what they were
+            for key in RE_ONLY_SETTINGS:
+                data.pop(key)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -133,11 +153,34 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def _resolve_files(settings: FinetuneSettings) -> dict[str, Path]:
+    if settings.task == "re":
+        from downstream.re import find_re_files
+
+        return find_re_files(_re_folder(settings), fold=settings.fold)
     if settings.data_dir is not None:
         return find_split_files(Path(settings.data_dir))
     if not settings.dataset:
         raise DownstreamError("no data: give a registered dataset name or a data directory")
     return locate_dataset(settings.dataset, task=settings.task)
+
+
+def _re_folder(settings: FinetuneSettings) -> Path:
+    if settings.data_dir is not None:
+        return Path(settings.data_dir)
+    if not settings.dataset:
+        raise DownstreamError("no data: give a registered dataset name or a data directory")
+    return locate_dataset_dir(settings.dataset, task="re")
+
+
+def _task_options(settings: FinetuneSettings) -> dict[str, Any]:
+    if settings.task == "re":
+        return {
+            "max_train_examples": settings.max_train_examples,
+            "dev_fraction": settings.dev_fraction,
+            "dev_split_seed": settings.dev_split_seed,
+            "re_head": settings.re_head,
+        }
+    return {"iob1_policy": settings.iob1_policy, "max_train_examples": settings.max_train_examples}
 
 
 def _metric_key(metric: str) -> str:
@@ -246,7 +289,8 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
         raise DownstreamError("evaluation produced no metrics")
     dev.metrics["loss"] = float(dev_metrics.get("eval_loss", float("nan")))
 
-    task.write_predictions(trial_dir / "test_predictions.txt", "test", test)
+    predictions_file = trial_dir / task.predictions_filename
+    task.write_predictions(predictions_file, "test", test)
     model_dir = trial_dir / "model"
     tmp_model_dir = trial_dir / ".model.tmp"
     shutil.rmtree(tmp_model_dir, ignore_errors=True)
@@ -269,7 +313,7 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
         "dev": dev.metrics,
         "test": test.metrics,
         "model_dir": str(model_dir),
-        "predictions_file": str(trial_dir / "test_predictions.txt"),
+        "predictions_file": str(predictions_file),
         "fingerprint": settings.fingerprint(),
     }
     _atomic_write(trial_dir / "trial.json", json.dumps(record, indent=2))
@@ -300,18 +344,22 @@ def run_trials(settings: FinetuneSettings) -> dict[str, Any]:
     output_dir = Path(settings.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     files = _resolve_files(settings)
-    task = build_task(settings.task, files, iob1_policy=settings.iob1_policy, max_train_examples=settings.max_train_examples)
+    task = build_task(settings.task, files, **_task_options(settings))
     tokenizer = load_tokenizer(settings.checkpoint)
     task.encode(tokenizer, max_seq_length=settings.max_seq_length)
     counts = task.counts()
     logger.info(
-        "%s: train %d / dev %d / test %d sentences, labels %s",
+        "%s: train %d / dev %d / test %d %s, labels %s",
         settings.dataset or settings.data_dir,
-        counts["train"]["sentences"],
-        counts["dev"]["sentences"],
-        counts["test"]["sentences"],
+        counts["train"][task.size_key],
+        counts["dev"][task.size_key],
+        counts["test"][task.size_key],
+        task.size_key,
         task.labels,
     )
+    for split in ("train", "dev", "test"):
+        if "labels" in counts[split]:
+            logger.info("%s examples per label: %s", split, counts[split]["labels"])
     records = []
     for trial_index in range(settings.num_trials):
         record_path = output_dir / f"trial-{trial_index}" / "trial.json"
@@ -328,7 +376,7 @@ def run_trials(settings: FinetuneSettings) -> dict[str, Any]:
 
 
 def _write_reports(settings: FinetuneSettings, task, counts, records) -> dict[str, Any]:
-    headline = ("f1", "precision", "recall", "accuracy")
+    headline = task.headline_metrics
     summary = {
         split: {name: summarize([r[split][name] for r in records], ddof=STD_DDOF) for name in headline}
         for split in ("dev", "test")
@@ -344,19 +392,29 @@ def _write_reports(settings: FinetuneSettings, task, counts, records) -> dict[st
         "dataset": settings.dataset or str(settings.data_dir),
         "dataset_title": spec.title if spec else None,
         "checkpoint": settings.checkpoint_name or settings.checkpoint,
-        "metric_mode": NER_METRIC_MODE if settings.task == "ner" else None,
+        "metric_mode": task.metric_mode,
+        "f1_name": task.f1_name,
         "labels": task.labels,
         "settings": settings.to_json(),
+        "count_columns": [list(c) for c in task.count_columns],
         "counts": counts,
         "num_trials": len(records),
         "trials": records,
         "summary": summary,
         "std_ddof": STD_DDOF,
     }
+    if settings.task == "re":
+        report["fold"] = settings.fold
+        report["positive_labels"] = task.positive_labels
+        report["model_class"] = task.model_class_name
     output_dir = Path(settings.output_dir)
     _atomic_write(output_dir / "results.json", json.dumps(report, indent=2))
     _atomic_write(output_dir / "results.md", format_markdown(report))
     return report
+
+
+#: ``results.md`` count columns of reports written before tasks named theirs (NER).
+DEFAULT_COUNT_COLUMNS = (("sentences", "sentences"), ("words", "words"), ("entities", "entities"), ("windows", "windows"))
 
 
 def _pct(value: float | None) -> str:
@@ -386,16 +444,27 @@ def format_markdown(report: dict[str, Any]) -> str:
             s = report["summary"][split][name]
             lines.append(f"| {split} | {name} | {_pct(s['mean'])} | {_pct(s['std'])} | {_pct(s['min'])} | {_pct(s['max'])} |")
     counts = report["counts"]
-    lines += ["", "| split | file | sentences | words | entities | windows |", "|---|---|---:|---:|---:|---:|"]
+    columns = report.get("count_columns") or DEFAULT_COUNT_COLUMNS
+    lines += [
+        "",
+        "| split | file | " + " | ".join(title for _, title in columns) + " |",
+        "|---|---|" + "---:|" * len(columns),
+    ]
     for split in ("train", "dev", "test"):
         c = counts[split]
-        lines.append(f"| {split} | `{c['file']}` | {c['sentences']} | {c['words']} | {c['entities']} | {c.get('windows', '-')} |")
+        lines.append(f"| {split} | `{c['file']}` | " + " | ".join(str(c.get(key, "-")) for key, _ in columns) + " |")
+    if report["task"] == "re":
+        lines += ["", "Examples per label (train: as in the file):", ""]
+        for split in ("train", "dev", "test"):
+            labels = ", ".join(f"{k} {v}" for k, v in counts[split].get("labels", {}).items())
+            lines.append(f"- {split}: {labels}")
     return "\n".join(lines) + "\n"
 
 
 def format_summary_table(report: dict[str, Any]) -> str:
     """A plain-text table for the terminal: dev and test F1 per trial, then mean ± std."""
-    rows = [f"{report['dataset']} ({report['task']}), checkpoint {report['checkpoint']}, entity-level F1 (%)"]
+    f1_name = report.get("f1_name") or "entity-level F1"
+    rows = [f"{report['dataset']} ({report['task']}), checkpoint {report['checkpoint']}, {f1_name} (%)"]
     rows.append(f"{'trial':>5} {'seed':>6} {'best ep':>8} {'dev F1':>8} {'test F1':>8}")
     for r in report["trials"]:
         rows.append(f"{r['trial_index']:>5} {r['seed']:>6} {str(r['best_epoch']):>8} {_pct(r['dev']['f1']):>8} {_pct(r['test']['f1']):>8}")
@@ -404,4 +473,92 @@ def format_summary_table(report: dict[str, Any]) -> str:
         f"{'mean':>5} {'':>6} {'':>8} {_pct(dev['mean']):>8} {_pct(test['mean']):>8}"
     )
     rows.append(f"{'std':>5} {'':>6} {'':>8} {_pct(dev['std']):>8} {_pct(test['std']):>8}   (ddof={report['std_ddof']})")
+    return "\n".join(rows)
+
+
+def run_folds(settings: FinetuneSettings, folds: list[int]) -> dict[str, Any]:
+    """Cross-validation: ``run_trials`` on each fold into ``output_dir/fold-<k>/``, then the mean over folds.
+
+    The usual GAD protocol (BioBERT, Lee et al. 2020): each fold's score is the mean over its trials; the
+    summary gives the mean, sample std (ddof=1), min and max of those fold scores. ``results.json`` holds
+    the summary and every fold's full report (with its trials).
+
+    Raises:
+        DownstreamError: no folds, or whatever a fold's run raises.
+    """
+    if not folds:
+        raise DownstreamError("no folds to run")
+    output_dir = Path(settings.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    fold_reports = []
+    for fold in folds:
+        logger.info("fold %d (%d of %d)", fold, len(fold_reports) + 1, len(folds))
+        fold_settings = dataclasses.replace(settings, fold=fold, output_dir=output_dir / f"fold-{fold}")
+        fold_reports.append(run_trials(fold_settings))
+    first = fold_reports[0]
+    headline = list(first["summary"]["test"])
+    summary = {
+        split: {
+            name: summarize([r["summary"][split][name]["mean"] for r in fold_reports], ddof=STD_DDOF)
+            for name in headline
+        }
+        for split in ("dev", "test")
+    }
+    report = {
+        "task": settings.task,
+        "dataset": first["dataset"],
+        "dataset_title": first.get("dataset_title"),
+        "checkpoint": first["checkpoint"],
+        "metric_mode": first.get("metric_mode"),
+        "f1_name": first.get("f1_name"),
+        "protocol": f"{len(folds)}-fold cross-validation: per fold the mean over trials, then mean/std over folds",
+        "folds": folds,
+        "settings": {**settings.to_json(), "fold": None},
+        "num_trials_per_fold": settings.num_trials,
+        "summary_over_folds": summary,
+        "std_ddof": STD_DDOF,
+        "fold_reports": fold_reports,
+    }
+    _atomic_write(output_dir / "results.json", json.dumps(report, indent=2))
+    _atomic_write(output_dir / "results.md", format_folds_markdown(report))
+    return report
+
+
+def format_folds_markdown(report: dict[str, Any]) -> str:
+    """``results.md`` of a cross-validation run: one row per fold (mean over its trials), then mean ± std."""
+    lines = [
+        f"# {report['dataset']}: {report['task'].upper()} fine-tuning, {len(report['folds'])} folds x "
+        f"{report['num_trials_per_fold']} trial(s)",
+        "",
+        f"Checkpoint `{report['checkpoint']}`. Metrics in percent; {report.get('metric_mode') or ''}. "
+        f"{report['protocol']}; std is the sample standard deviation (ddof={report['std_ddof']}).",
+        "",
+        "| fold | train | dev | test | dev F1 | test P | test R | test F1 |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for fold, r in zip(report["folds"], report["fold_reports"], strict=True):
+        c, s = r["counts"], r["summary"]
+        lines.append(
+            f"| {fold} | {c['train'].get('training_examples', c['train'].get('examples', '-'))} | "
+            f"{c['dev'].get('examples', '-')} | {c['test'].get('examples', '-')} | {_pct(s['dev']['f1']['mean'])} | "
+            f"{_pct(s['test']['precision']['mean'])} | {_pct(s['test']['recall']['mean'])} | {_pct(s['test']['f1']['mean'])} |"
+        )
+    lines += ["", "| split | metric | mean over folds | std | min | max |", "|---|---|---:|---:|---:|---:|"]
+    for split in ("dev", "test"):
+        for name in ("f1", "precision", "recall"):
+            s = report["summary_over_folds"][split][name]
+            lines.append(f"| {split} | {name} | {_pct(s['mean'])} | {_pct(s['std'])} | {_pct(s['min'])} | {_pct(s['max'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def format_folds_table(report: dict[str, Any]) -> str:
+    """A plain-text table for the terminal: test F1 per fold, then mean ± std over folds."""
+    rows = [f"{report['dataset']} ({report['task']}), checkpoint {report['checkpoint']}, {report.get('f1_name')} (%), "
+            f"{len(report['folds'])} folds"]
+    rows.append(f"{'fold':>5} {'dev F1':>8} {'test F1':>8}")
+    for fold, r in zip(report["folds"], report["fold_reports"], strict=True):
+        rows.append(f"{fold:>5} {_pct(r['summary']['dev']['f1']['mean']):>8} {_pct(r['summary']['test']['f1']['mean']):>8}")
+    dev, test = report["summary_over_folds"]["dev"]["f1"], report["summary_over_folds"]["test"]["f1"]
+    rows.append(f"{'mean':>5} {_pct(dev['mean']):>8} {_pct(test['mean']):>8}")
+    rows.append(f"{'std':>5} {_pct(dev['std']):>8} {_pct(test['std']):>8}   (ddof={report['std_ddof']})")
     return "\n".join(rows)

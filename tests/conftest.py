@@ -63,3 +63,18 @@ def write_lines(path: Path, lines: list[str], *, newline: str = "\n", final_newl
     text = newline.join(lines) + (newline if final_newline else "")
     path.write_bytes(text.encode("utf-8"))
     return path
+
+
+def make_ddi_zip(folder: Path, source: Path | None = None) -> Path:
+    """Zip ``tests/fixtures/re-ddi-xml`` the way ``DDICorpus-2013.zip`` is laid out (``DDICorpus/...``,
+    with a macOS ``.DS_Store`` member) into ``folder/DDICorpus-2013.zip``."""
+    import zipfile
+
+    source = source or FIXTURES / "re-ddi-xml"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "DDICorpus-2013.zip"
+    with zipfile.ZipFile(target, "w") as archive:
+        for path in sorted(source.rglob("*.xml")):
+            archive.write(path, f"DDICorpus/{path.relative_to(source).as_posix()}")
+        archive.writestr("DDICorpus/Train/.DS_Store", b"\x00\x00\x00\x01Bud1")
+    return target
