@@ -645,7 +645,6 @@ class Export(StrEnum):
     both = "both"
 
 
-
 @app.command("convert")
 def convert(
     tf_checkpoint_arg: Annotated[

@@ -55,8 +55,10 @@ def bio_electra_vocab_file() -> Path:
     return Path(str(resources.files("bioelectra") / "assets" / "vocab" / "bio-electra-pmc2017" / "vocab.txt"))
 
 
-def load_wordpiece_tokenizer(vocab_file: str | os.PathLike, *, do_lower_case: bool):
+def load_wordpiece_tokenizer(vocab_file: str | os.PathLike, *, do_lower_case: bool, strip_accents: bool | None = None):
     """A fast BERT-style WordPiece tokenizer for ``vocab_file``.
+
+    ``strip_accents`` None follows ``do_lower_case``, as BERT's and ELECTRA's ``BasicTokenizer`` do.
 
     Uses ``ElectraTokenizerFast(vocab=...)``: ``ElectraTokenizer(vocab_file=...)`` silently builds a
     5-token vocabulary in transformers 5 (everything becomes [UNK]).
@@ -75,7 +77,7 @@ def load_wordpiece_tokenizer(vocab_file: str | os.PathLike, *, do_lower_case: bo
     if missing:
         raise ValueError(f"{vocab_file}: WordPiece vocabulary lacks special tokens {missing}")
     tokenizer = ElectraTokenizerFast(
-        vocab=str(vocab_file), do_lower_case=do_lower_case, strip_accents=None if not do_lower_case else True
+        vocab=str(vocab_file), do_lower_case=do_lower_case, strip_accents=strip_accents
     )
     if len(tokenizer) != len(set(vocab)):
         raise ValueError(f"{vocab_file}: tokenizer has {len(tokenizer)} entries, file has {len(vocab)}")

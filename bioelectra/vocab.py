@@ -38,15 +38,10 @@ def make_tokenizer(vocab_file: str | os.PathLike, *, do_lower_case: bool, strip_
         FileNotFoundError: ``vocab_file`` does not exist.
         ValueError: the vocabulary lacks a special token, or has duplicate entries.
     """
-    from transformers import ElectraTokenizerFast
-
     from bioelectra.presets import load_wordpiece_tokenizer
 
-    tokenizer = load_wordpiece_tokenizer(vocab_file, do_lower_case=do_lower_case)  # validates the file
     strip = effective_strip_accents(do_lower_case, strip_accents)
-    if do_lower_case and not strip:
-        tokenizer = ElectraTokenizerFast(vocab=str(vocab_file), do_lower_case=True, strip_accents=False)
-    return tokenizer
+    return load_wordpiece_tokenizer(vocab_file, do_lower_case=do_lower_case, strip_accents=strip)
 
 
 def save_tokenizer_files(

@@ -183,6 +183,20 @@ def _task_options(settings: FinetuneSettings) -> dict[str, Any]:
     return {"iob1_policy": settings.iob1_policy, "max_train_examples": settings.max_train_examples}
 
 
+#: Development metrics that can pick the best epoch (``--metric``); each task reports all of them.
+SELECTION_METRICS = ("f1", "precision", "recall", "accuracy", "loss")
+
+
+def check_metric(metric: str) -> None:
+    """Refuse an unknown ``--metric`` before any training (the Trainer would only fail after an epoch).
+
+    Raises:
+        DownstreamError: ``metric`` is not one of :data:`SELECTION_METRICS` (``eval_`` prefix allowed).
+    """
+    if metric.removeprefix("eval_") not in SELECTION_METRICS:
+        raise DownstreamError(f"--metric {metric!r}: expected one of {', '.join(SELECTION_METRICS)}")
+
+
 def _metric_key(metric: str) -> str:
     return metric if metric.startswith("eval_") else f"eval_{metric}"
 
@@ -341,6 +355,7 @@ def run_trials(settings: FinetuneSettings) -> dict[str, Any]:
     Raises:
         DownstreamError: bad data, missing dataset, unusable checkpoint.
     """
+    check_metric(settings.metric)
     output_dir = Path(settings.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     files = _resolve_files(settings)
@@ -421,6 +436,16 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.2f}"
 
 
+def _summary_rows(summary: dict[str, Any], *, mean_header: str) -> list[str]:
+    """Markdown rows: mean, std, min and max (percent) of dev and test F1, precision and recall."""
+    rows = ["", f"| split | metric | {mean_header} | std | min | max |", "|---|---|---:|---:|---:|---:|"]
+    for split in ("dev", "test"):
+        for name in ("f1", "precision", "recall"):
+            s = summary[split][name]
+            rows.append(f"| {split} | {name} | {_pct(s['mean'])} | {_pct(s['std'])} | {_pct(s['min'])} | {_pct(s['max'])} |")
+    return rows
+
+
 def format_markdown(report: dict[str, Any]) -> str:
     """``results.md``: per-trial dev/test entity-level P/R/F1 (percent) and the mean ± std over trials."""
     lines = [
@@ -438,11 +463,7 @@ def format_markdown(report: dict[str, Any]) -> str:
             f"{_pct(r['dev']['recall'])} | {_pct(r['dev']['f1'])} | {_pct(r['test']['precision'])} | "
             f"{_pct(r['test']['recall'])} | {_pct(r['test']['f1'])} | {r['train_seconds']:.0f} |"
         )
-    lines += ["", "| split | metric | mean | std | min | max |", "|---|---|---:|---:|---:|---:|"]
-    for split in ("dev", "test"):
-        for name in ("f1", "precision", "recall"):
-            s = report["summary"][split][name]
-            lines.append(f"| {split} | {name} | {_pct(s['mean'])} | {_pct(s['std'])} | {_pct(s['min'])} | {_pct(s['max'])} |")
+    lines += _summary_rows(report["summary"], mean_header="mean")
     counts = report["counts"]
     columns = report.get("count_columns") or DEFAULT_COUNT_COLUMNS
     lines += [
@@ -489,6 +510,7 @@ def run_folds(settings: FinetuneSettings, folds: list[int]) -> dict[str, Any]:
     if not folds:
         raise DownstreamError("no folds to run")
     output_dir = Path(settings.output_dir)
+    check_metric(settings.metric)
     output_dir.mkdir(parents=True, exist_ok=True)
     fold_reports = []
     for fold in folds:
@@ -543,11 +565,7 @@ def format_folds_markdown(report: dict[str, Any]) -> str:
             f"{c['dev'].get('examples', '-')} | {c['test'].get('examples', '-')} | {_pct(s['dev']['f1']['mean'])} | "
             f"{_pct(s['test']['precision']['mean'])} | {_pct(s['test']['recall']['mean'])} | {_pct(s['test']['f1']['mean'])} |"
         )
-    lines += ["", "| split | metric | mean over folds | std | min | max |", "|---|---|---:|---:|---:|---:|"]
-    for split in ("dev", "test"):
-        for name in ("f1", "precision", "recall"):
-            s = report["summary_over_folds"][split][name]
-            lines.append(f"| {split} | {name} | {_pct(s['mean'])} | {_pct(s['std'])} | {_pct(s['min'])} | {_pct(s['max'])} |")
+    lines += _summary_rows(report["summary_over_folds"], mean_header="mean over folds")
     return "\n".join(lines) + "\n"
 
 

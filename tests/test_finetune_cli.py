@@ -76,6 +76,10 @@ def test_finetune_cli_end_to_end(tmp_path, tiny_checkpoint):
 def test_finetune_cli_errors_are_clear(tmp_path, tiny_checkpoint):
     result = runner.invoke(app, ["finetune", "--loader", "ner", "--ckpt", str(tiny_checkpoint)])
     assert result.exit_code == 2 and "--dataset NAME" in result.output
+    result = runner.invoke(app, ["finetune", "--data-dir", str(FIXTURES / "ner-tiny"), "--ckpt", str(tiny_checkpoint),
+                                 "--metric", "f2", "--output-dir", str(tmp_path / "m")])
+    assert result.exit_code == 2 and "--metric 'f2': expected one of f1, precision" in result.output
+    assert not (tmp_path / "m").exists()
     bad = tmp_path / "bad"
     bad.mkdir()
     for name in ("train.tsv", "devel.tsv", "test.tsv"):
