@@ -264,7 +264,7 @@ def build_trainer(settings: FinetuneSettings, task, tokenizer, *, seed: int, out
         report_to="none",
         **resolve_precision(settings.precision),
     )
-    dev_evaluator = task.evaluator("dev")
+    dev_evaluator = _RecordingEvaluator(task.evaluator("dev"))
     trainer = _finetune_trainer_class()(
         model=model,
         args=args,
@@ -290,9 +290,12 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
     train_seconds = time.perf_counter() - started
     best_epoch = _best_epoch(trainer)
 
-    # The Trainer has reloaded the best epoch's weights: score it on dev (full report) and on test.
-    dev_metrics = trainer.evaluate(task.dataset("dev"))
-    dev = dev_evaluator.last
+    # The Trainer has reloaded the best epoch's weights. Its dev scores were computed during training;
+    # score the test set once with them.
+    dev, dev_loss = _best_dev_result(trainer, dev_evaluator)
+    if dev is None:  # no evaluation happened during training: score dev now
+        dev_loss = trainer.evaluate(task.dataset("dev")).get("eval_loss", float("nan"))
+        dev = dev_evaluator.last
     test_evaluator = task.evaluator("test")
     trainer.compute_metrics = test_evaluator
     started_test = time.perf_counter()
@@ -301,7 +304,7 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
     test = test_evaluator.last
     if dev is None or test is None:
         raise DownstreamError("evaluation produced no metrics")
-    dev.metrics["loss"] = float(dev_metrics.get("eval_loss", float("nan")))
+    dev.metrics["loss"] = float(dev_loss)
 
     predictions_file = trial_dir / task.predictions_filename
     task.write_predictions(predictions_file, "test", test)
@@ -332,6 +335,36 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
     }
     _atomic_write(trial_dir / "trial.json", json.dumps(record, indent=2))
     return record
+
+
+class _RecordingEvaluator:
+    """Wraps a task evaluator and keeps each evaluation's full result, in call order."""
+
+    def __init__(self, evaluator):
+        self.evaluator = evaluator
+        self.history: list = []
+
+    @property
+    def last(self):
+        return self.evaluator.last
+
+    def __call__(self, eval_prediction) -> dict[str, float]:
+        metrics = self.evaluator(eval_prediction)
+        self.history.append(self.evaluator.last)
+        return metrics
+
+
+def _best_dev_result(trainer, recorder: _RecordingEvaluator):
+    """The recorded dev result and loss of the checkpoint the Trainer kept as best, or ``(None, None)``."""
+    best = trainer.state.best_model_checkpoint
+    evals = [entry for entry in trainer.state.log_history if "eval_loss" in entry]
+    if best is None or len(evals) != len(recorder.history):
+        return None, None
+    step = int(Path(best).name.rsplit("-", 1)[-1])
+    for entry, result in zip(evals, recorder.history, strict=True):
+        if entry.get("step") == step:
+            return result, entry["eval_loss"]
+    return None, None
 
 
 def _best_epoch(trainer) -> float | None:

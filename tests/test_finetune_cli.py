@@ -172,3 +172,25 @@ def test_app_has_the_three_commands():
     result = runner.invoke(app, ["pretrain", "--help"], env={"COLUMNS": "200"})
     for command in ("build-vocab", "build-data", "train", "eval", "export"):
         assert command in result.output
+
+
+def test_recorded_best_epoch_dev_scores_equal_a_fresh_evaluation(tmp_path, tiny_checkpoint):
+    """run_trial reuses the best epoch's dev result instead of scoring dev again: they must agree."""
+    from downstream.checkpoints import load_tokenizer
+    from downstream.tasks import NerTask
+    from downstream.trials import FinetuneSettings, _best_dev_result, build_trainer
+
+    task = NerTask({"train": FIXTURES / "ner-tiny" / "train.tsv", "dev": FIXTURES / "ner-tiny" / "devel.tsv",
+                    "test": FIXTURES / "ner-tiny" / "test.tsv"})
+    tokenizer = load_tokenizer(str(tiny_checkpoint))
+    task.encode(tokenizer, max_seq_length=16)
+    settings = FinetuneSettings(task="ner", checkpoint=str(tiny_checkpoint), output_dir=tmp_path, num_train_epochs=3,
+                                learning_rate=1e-3, per_device_train_batch_size=2, metric="loss", greater_is_better=False)
+    trainer, recorder = build_trainer(settings, task, tokenizer, seed=0, output_dir=tmp_path / "ckpt")
+    trainer.train()
+    assert len(recorder.history) == 3
+    recorded, recorded_loss = _best_dev_result(trainer, recorder)
+    fresh = trainer.evaluate()
+    assert recorded_loss == pytest.approx(fresh["eval_loss"], rel=1e-5)
+    assert recorded.metrics["f1"] == pytest.approx(fresh["eval_f1"])
+    assert recorded.predictions == recorder.last.predictions
