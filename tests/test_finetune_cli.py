@@ -194,3 +194,63 @@ def test_recorded_best_epoch_dev_scores_equal_a_fresh_evaluation(tmp_path, tiny_
     assert recorded_loss == pytest.approx(fresh["eval_loss"], rel=1e-5)
     assert recorded.metrics["f1"] == pytest.approx(fresh["eval_f1"])
     assert recorded.predictions == recorder.last.predictions
+
+
+def test_split_batch_slices_rows_within_the_token_budget():
+    import torch
+
+    from downstream.trials import split_batch
+
+    batch = {"input_ids": torch.arange(40).view(10, 4), "labels": torch.zeros(10, 4), "scalar": 3}
+    assert split_batch(batch, 0) == [batch]
+    assert split_batch(batch, 40) == [batch]
+    chunks = split_batch(batch, 12)  # 3 rows of 4 tokens per slice
+    assert [c["input_ids"].shape[0] for c in chunks] == [3, 3, 3, 1]
+    assert torch.equal(torch.cat([c["input_ids"] for c in chunks]), batch["input_ids"])
+    assert all(c["scalar"] == 3 for c in chunks)
+    assert [c["input_ids"].shape[0] for c in split_batch(batch, 2)] == [1] * 10  # never an empty slice
+
+
+def test_micro_batches_give_the_whole_batch_update(tmp_path, tiny_checkpoint):
+    """A batch run as micro-batches yields the same loss and gradients as the whole batch (no dropout)."""
+    import torch
+
+    from downstream.checkpoints import load_tokenizer
+    from downstream.tasks import NerTask
+    from downstream.trials import CPU_MICRO_BATCH_TOKENS, FinetuneSettings, build_trainer, split_batch
+
+    task = NerTask({"train": FIXTURES / "ner-tiny" / "train.tsv", "dev": FIXTURES / "ner-tiny" / "devel.tsv",
+                    "test": FIXTURES / "ner-tiny" / "test.tsv"})
+    tokenizer = load_tokenizer(str(tiny_checkpoint))
+    task.encode(tokenizer, max_seq_length=32)
+    settings = FinetuneSettings(task="ner", checkpoint=str(tiny_checkpoint), output_dir=tmp_path, per_device_train_batch_size=8)
+    trainer, _ = build_trainer(settings, task, tokenizer, seed=0, output_dir=tmp_path / "ckpt")
+    assert trainer.micro_batch_tokens == CPU_MICRO_BATCH_TOKENS == 1024  # the CPU default
+    model = trainer.model
+    trainer.current_gradient_accumulation_steps = 1  # set by train(); this test calls training_step alone
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    features = task.dataset("train").features
+    batch = task.data_collator(tokenizer)([features[i] for i in range(min(8, len(features)))])
+    rows, length = batch["input_ids"].shape
+    assert rows >= 4
+    # the slices hold different numbers of labelled words: the weighting matters
+    assert len({int(batch["labels"][i].ne(-100).sum()) for i in range(rows)}) > 1
+
+    def step(budget: int) -> tuple[float, list[torch.Tensor]]:
+        model.zero_grad(set_to_none=True)
+        trainer.micro_batch_tokens = budget
+        loss = trainer.training_step(model, dict(batch))
+        return loss.item(), [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    whole_loss, whole_grads = step(0)
+    split_loss, split_grads = step(length * 3)  # slices of 3 rows
+    assert split_loss == pytest.approx(whole_loss, rel=1e-5)
+    assert len(split_grads) == len(whole_grads)
+    for a, b in zip(whole_grads, split_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    # and a wrong weighting would be visible: plain averaging of the slice means differs
+    with torch.no_grad():
+        means = [model(**c).loss.item() for c in split_batch(batch, length * 3)]
+    assert sum(means) / len(means) != pytest.approx(whole_loss, rel=1e-4)
