@@ -30,7 +30,7 @@ import io
 import json
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,7 +72,7 @@ def _strip_gz(name: str) -> str:
 
 def reader_for(path: str | os.PathLike) -> str | None:
     """Name of the reader for ``path`` (``"text"``, ``"pubmed_xml"``, ``"jsonl"``) or None if none applies."""
-    name = _strip_gz(Path(path).name.lower())
+    name = _strip_gz(os.path.basename(path).lower())
     suffix = Path(name).suffix
     if suffix in XML_SUFFIXES:
         return "pubmed_xml"
@@ -89,12 +89,19 @@ def _open_text(path: Path) -> io.TextIOBase:
     return open(path, encoding="utf-8")
 
 
+#: Plain files up to this size are read and decoded in one call (about twice as fast as line iteration on
+#: a corpus of many small files such as OHSUMED's 7,400 one-document files); larger files and ``.gz`` files
+#: are streamed line by line, so memory stays flat whatever the file size.
+WHOLE_FILE_BYTES = 4 << 20
+
+
 def read_text_file(path: str | os.PathLike, *, blanks_separate_docs: bool = True) -> Iterator[Document]:
     """Documents of a plain-text file: one sentence per line, blank lines between documents.
 
     Lines are stripped; a blank line ends the current document when ``blanks_separate_docs`` (the original
     ``build_pretraining_dataset.py --blanks-separate-docs``), otherwise blank lines are ignored and the file
-    is one document. The end of the file always ends a document.
+    is one document. The end of the file always ends a document. Line ends are ``\\n``, ``\\r\\n`` or
+    ``\\r`` (Python's universal newlines), whether the file is read whole or streamed.
 
     Raises:
         CorpusError: the file is not UTF-8 (message names the file and line).
@@ -102,14 +109,27 @@ def read_text_file(path: str | os.PathLike, *, blanks_separate_docs: bool = True
     path = Path(path)
     doc: Document = []
     try:
-        with _open_text(path) as f:
-            for raw in f:
+        if not path.name.endswith(".gz") and path.stat().st_size <= WHOLE_FILE_BYTES:
+            with open(path, "rb") as f:
+                text = f.read().decode("utf-8")
+            if "\r" in text:
+                text = text.replace("\r\n", "\n").replace("\r", "\n")
+            lines: Iterable[str] = text.split("\n")
+            handle = None
+        else:
+            handle = _open_text(path)
+            lines = handle
+        try:
+            for raw in lines:
                 line = raw.strip()
                 if line:
                     doc.append(line)
                 elif blanks_separate_docs and doc:
                     yield doc
                     doc = []
+        finally:
+            if handle is not None:
+                handle.close()
     except UnicodeDecodeError as exc:
         lineno = _line_of_bad_utf8(path)
         raise CorpusError(

@@ -125,11 +125,27 @@ def test_text_reader_file_end_ends_document_and_unknown_files_are_counted(tmp_pa
         list(iter_documents(tmp_path, on_unknown="error"))
 
 
-def test_text_reader_names_file_and_line_of_bad_utf8(tmp_path):
+@pytest.mark.parametrize("whole_file", [True, False], ids=["read-whole", "streamed"])
+def test_text_reader_names_file_and_line_of_bad_utf8(tmp_path, monkeypatch, whole_file):
+    import bioelectra.corpus as corpus
+
+    monkeypatch.setattr(corpus, "WHOLE_FILE_BYTES", 1 << 20 if whole_file else 0)
     f = tmp_path / "bad.txt"
     f.write_bytes(b"fine\nalso fine\n\xff\xfe broken\n")
     with pytest.raises(CorpusError, match=r"bad\.txt:3: expected UTF-8"):
         list(iter_documents(f))
+
+
+def test_text_reader_reads_small_files_whole_and_large_ones_streamed_alike(tmp_path, monkeypatch):
+    """Both read paths give the same documents, with LF, CRLF and CR line ends and odd whitespace."""
+    import bioelectra.corpus as corpus
+
+    f = tmp_path / "mixed.txt"
+    f.write_bytes("T\u00eftle one\r\n sent \u2028 two\r\n\r\nDoc2 a\rDoc2 b\r\rDoc3\x0bx\n\n\n\nlast".encode())
+    whole = list(corpus.read_text_file(f))
+    monkeypatch.setattr(corpus, "WHOLE_FILE_BYTES", 0)
+    streamed = list(corpus.read_text_file(f))
+    assert whole == streamed == [["T\u00eftle one", "sent \u2028 two"], ["Doc2 a", "Doc2 b"], ["Doc3\x0bx"], ["last"]]
 
 
 def test_pubmed_xml_reader_title_and_labelled_abstract_sections(tmp_path):
