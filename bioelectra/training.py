@@ -1040,18 +1040,38 @@ def write_vocab_txt(tokenizer: Any, path: str | os.PathLike) -> None:
     Path(path).write_text("".join(f"{token}\n" for token, _ in by_id), encoding="utf-8")
 
 
+#: ``export --dtype`` choices: the dtype the weights are stored in.
+EXPORT_DTYPES = ("float32", "float16", "bfloat16")
+
+
 def export_checkpoint(
-    *, model_dir: str | os.PathLike, output_dir: str | os.PathLike, checkpoint: int | None = None
+    *,
+    model_dir: str | os.PathLike,
+    output_dir: str | os.PathLike,
+    checkpoint: int | None = None,
+    dtype: str = "float32",
 ) -> dict[str, str]:
     """Write ``output_dir/discriminator`` (``ElectraForPreTraining``) and ``output_dir/generator``
     (``ElectraForMaskedLM``) ``save_pretrained`` folders with tokenizer files.
 
     The discriminator folder loads with ``AutoModelForTokenClassification`` / ``finetune --ckpt``.
 
+    Args:
+        model_dir: a ``pretrain train`` output folder (its last checkpoint is used) or a checkpoint folder.
+        output_dir: where the two folders go.
+        checkpoint: the step of the checkpoint to export (default: the last).
+        dtype: storage dtype of the weights, one of :data:`EXPORT_DTYPES`; ``float16`` / ``bfloat16`` halve
+            the files (``finetune`` loads them back into float32).
+
     Raises:
         FileNotFoundError: no checkpoint, or no tokenizer files in it or beside it.
+        ValueError: an unknown ``dtype``.
     """
+    import torch
     from transformers import AutoTokenizer
+
+    if dtype not in EXPORT_DTYPES:
+        raise ValueError(f"dtype {dtype!r}: expected one of {list(EXPORT_DTYPES)}")
 
     ckpt = find_checkpoint(model_dir, checkpoint)
     model = load_pretraining_model(ckpt)
@@ -1071,9 +1091,11 @@ def export_checkpoint(
     paths = {}
     for name, part in (("discriminator", discriminator), ("generator", generator)):
         target = output_dir / name
+        part.to(getattr(torch, dtype))
+        part.config.dtype = dtype
         part.save_pretrained(str(target))
         tokenizer.save_pretrained(str(target))
         write_vocab_txt(tokenizer, target / "vocab.txt")
         paths[name] = str(target)
-    (output_dir / "export_info.json").write_text(json.dumps({"source": str(ckpt)}, indent=2) + "\n")
+    (output_dir / "export_info.json").write_text(json.dumps({"source": str(ckpt), "dtype": dtype}, indent=2) + "\n")
     return paths

@@ -266,6 +266,25 @@ def test_cli_train_eval_export_end_to_end(data_dir, tmp_path):
     finetuned = json.loads((ft_out / "results.json").read_text())
     assert finetuned["trials"][0]["test"]["num_words"] == finetuned["counts"]["test"]["words"] > 0
 
+    # --dtype float16: half-size files, the same weights rounded; fine-tuning loads them back as float32
+    export16 = tmp_path / "export16"
+    result = runner.invoke(
+        pretrain_app, ["export", "--model-dir", str(out), "--output-dir", str(export16), "--dtype", "float16"]
+    )
+    assert result.exit_code == 0, result.output
+    from safetensors.torch import load_file
+
+    w32 = load_file(export / "discriminator" / "model.safetensors")
+    w16 = load_file(export16 / "discriminator" / "model.safetensors")
+    assert set(w16) == set(w32) and all(v.dtype == torch.float16 for v in w16.values())
+    for key, value in w32.items():
+        torch.testing.assert_close(w16[key].float(), value, rtol=1e-3, atol=1e-4)
+    from downstream.tasks import NerTask
+
+    task = NerTask({"train": FIXTURES / "ner-tiny" / "train.tsv", "dev": FIXTURES / "ner-tiny" / "devel.tsv",
+                    "test": FIXTURES / "ner-tiny" / "test.tsv"})
+    assert next(task.build_model(str(export16 / "discriminator")).parameters()).dtype == torch.float32
+
     # --init-from the export (discriminator/ + generator/): weights carried over, fresh schedule
     cont = tmp_path / "cont"
     result = runner.invoke(
