@@ -9,13 +9,9 @@
 document; 9.4 MB, 1.83 M WordPiece tokens with Bio-ELECTRA's vocabulary).
 
 ``--corpus all``: every readable text source of ``../shared/data/corpus`` (SOURCES.md sections 4 and 7)
-converted once into plain-text files (one line per sentence/paragraph, blank lines between documents):
-OHSUMED single-23 and first-20k-extra (one file per document: title + one sentence per line), the 1 MB
-PubMed abstracts (one abstract = one line = one document), PubMedQA PQA-L (contexts + long answer per
-PMID), CRAFT ``articles/txt/*.txt`` (non-empty lines), the ASReview CSVs (title + abstract, rows without
-an abstract and repeated abstracts dropped), the USC PubMed CSV (abstract), and the eLife and PLOS JATS
-XML articles (article title, abstract and body paragraphs and section titles; tables, figures, references
-and supplementary material left out).
+converted once into plain-text files by ``recipes/shared_corpus.py --subset all --keep-eval-overlap``
+(see its docstring: abstracts, CRAFT text, eLife and PLOS JATS XML). The benchmark measures speed only,
+so the few documents that overlap evaluation text are kept; pre-training recipes drop them.
 
 The build runs in a child process so that its peak RSS (``ru_maxrss``; workers reported separately) is
 the build's alone. Throughput is WordPiece tokens (no special tokens) per second of the streaming build
@@ -27,8 +23,6 @@ This machine may be shared: the load average before and after is recorded. No ti
 from __future__ import annotations
 
 import argparse
-import csv
-import hashlib
 import json
 import os
 import platform
@@ -36,7 +30,6 @@ import subprocess
 import sys
 import tarfile
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -58,116 +51,13 @@ print("BENCH_RESULT " + json.dumps(info))
 """
 
 
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _write_doc(fh, lines) -> int:
-    lines = [s for s in (_collapse(x) for x in lines) if s]
-    if lines:
-        fh.write("\n".join(lines) + "\n\n")
-    return 1 if lines else 0
-
-
-def _tar_text_docs(path: Path, fh, member_filter) -> int:
-    n = 0
-    with tarfile.open(path) as tar:
-        for m in tar:
-            if m.isfile() and member_filter(m.name):
-                n += _write_doc(fh, tar.extractfile(m).read().decode("utf-8").splitlines())
-    return n
-
-
-_JATS_SKIP = {"table-wrap", "fig", "ref-list", "supplementary-material", "table", "disp-formula", "fn-group"}
-
-
-def _jats_lines(root: ET.Element) -> list[str]:
-    lines = []
-    title = root.find(".//article-meta/title-group/article-title")
-    if title is not None:
-        lines.append("".join(title.itertext()))
-
-    def walk(elem: ET.Element) -> None:
-        for child in elem:
-            tag = child.tag
-            if tag in _JATS_SKIP:
-                continue
-            if tag in ("p", "title"):
-                lines.append("".join(child.itertext()))
-            else:
-                walk(child)
-
-    for part in root.findall(".//article-meta/abstract") + root.findall("./body"):
-        walk(part)
-    return lines
-
-
-def _jats_docs(path: Path, fh) -> int:
-    n = 0
-    with tarfile.open(path) as tar:
-        for m in tar:
-            if m.isfile() and m.name.endswith(".xml"):
-                n += _write_doc(fh, _jats_lines(ET.fromstring(tar.extractfile(m).read())))
-    return n
-
-
 def prepare_all(work: Path) -> Path:
-    """Convert every text source of the shared corpus to plain-text files under ``work/all`` (once)."""
+    """Every text source of the shared corpus as plain text under ``work/all`` (once), eval overlap kept."""
+    sys.path.insert(0, str(REPO_ROOT / "recipes"))
+    from shared_corpus import prepare
+
     out = work / "all"
-    done = out / ".done.json"
-    if done.is_file():
-        return out
-    out.mkdir(parents=True, exist_ok=True)
-    counts = {}
-    with open(out / "ohsumed_single_23.txt", "w") as fh:
-        counts["ohsumed-single-23"] = _tar_text_docs(
-            SHARED / "ohsumed-single-23/ohsumed_single_23.tar.gz", fh, lambda n: "/ohsumed_single_23/" in n
-        )
-    with open(out / "ohsumed_first20k_extra.txt", "w") as fh:
-        counts["ohsumed-first20k-extra"] = _tar_text_docs(
-            SHARED / "ohsumed-first20k-extra/ohsumed_first20k_extra.tar.gz", fh, lambda n: True
-        )
-    with open(out / "craft.txt", "w") as fh:
-        counts["craft"] = _tar_text_docs(
-            SHARED / "craft-articles/craft_articles_txt.tar.gz",
-            fh,
-            lambda n: n.startswith("articles/txt/") and n.endswith(".txt"),
-        )
-    with open(out / "pubmed_abstracts_1mb.txt", "w") as fh:
-        text = (SHARED / "pubmed-abstracts-1mb/PubMedAbstract_1MB.txt").read_text(encoding="utf-8")
-        counts["pubmed-abstracts-1mb"] = sum(_write_doc(fh, [line]) for line in text.splitlines())
-    with open(out / "pubmedqa_pqal.txt", "w") as fh:
-        data = json.loads((SHARED / "pubmedqa-pqal/ori_pqal.json").read_text(encoding="utf-8"))
-        counts["pubmedqa-pqal"] = sum(
-            _write_doc(fh, [*v["CONTEXTS"], v.get("LONG_ANSWER", "")]) for v in data.values()
-        )
-    seen: set[bytes] = set()
-    n = dup = 0
-    with open(out / "asreview.txt", "w") as fh:
-        for path in sorted((SHARED / "asreview-sr-abstracts").rglob("*.csv")):
-            with open(path, encoding="utf-8", newline="") as f:
-                for row in csv.DictReader(f):
-                    abstract = row.get("abstract") or row.get("abstracts") or ""
-                    if not abstract.strip():
-                        continue
-                    key = hashlib.sha1(_collapse(abstract).encode()).digest()
-                    if key in seen:
-                        dup += 1
-                        continue
-                    seen.add(key)
-                    n += _write_doc(fh, [row.get("title") or "", abstract])
-    counts["asreview"] = n
-    counts["asreview_duplicate_abstracts_dropped"] = dup
-    with (
-        open(out / "pubmed_uscbiostats.txt", "w") as fh,
-        open(SHARED / "pubmed-uscbiostats-2020/pubmed.csv", newline="") as f,
-    ):
-        counts["pubmed-uscbiostats"] = sum(_write_doc(fh, [row["abstract"]]) for row in csv.DictReader(f))
-    with open(out / "elife.txt", "w") as fh:
-        counts["elife"] = _jats_docs(SHARED / "elife-articles/elife_articles_xml.tar.xz", fh)
-    with open(out / "plos.txt", "w") as fh:
-        counts["plos"] = _jats_docs(SHARED / "plos-starter/allofplos_starter_corpus_xml.tar.xz", fh)
-    done.write_text(json.dumps(counts))
+    prepare(SHARED, out, subset="all", exclude_eval_overlap=False)
     return out
 
 
@@ -260,8 +150,8 @@ def main() -> None:
         "corpus": str(args.corpus_dir or args.corpus),
         "corpus_dir": str(corpus),
         "corpus_bytes": _corpus_bytes(corpus),
-        "sources": json.loads((corpus / ".done.json").read_text())
-        if (corpus / ".done.json").is_file()
+        "sources": json.loads((corpus / ".prepare_info.json").read_text())["documents"]
+        if (corpus / ".prepare_info.json").is_file()
         else None,
         "num_processes": args.num_processes,
         "max_seq_length": args.max_seq_length,

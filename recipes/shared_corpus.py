@@ -1,0 +1,231 @@
+#!/usr/bin/env python
+"""Convert the project's shared pre-training corpus (``../shared/data/corpus``) into ``build-data`` input.
+
+Writes plain-text files, one line per sentence / paragraph and a blank line between documents (the
+format of ``bioelectra pretrain build-data``), one file per source, plus ``.prepare_info.json`` with the
+document counts and the exclusions. Idempotent: a finished output (``.prepare_info.json`` present with the
+same options) is reused; a half-written one never is (files are written to a temporary folder, renamed at
+the end).
+
+    python recipes/shared_corpus.py --subset abstracts --output-dir corpus-text/abstracts
+    python recipes/shared_corpus.py --subset all --output-dir corpus-text/all --keep-eval-overlap
+
+Subsets:
+
+- ``abstracts``: the PubMed / MEDLINE title + abstract sources only (SOURCES.md 4a, 4b, 4c, 7d, 7e, 7f):
+  OHSUMED single-23 and first-20k-extra (title + one sentence per line), the 1 MB PubMed abstracts (one
+  abstract per line), PubMedQA PQA-L (context paragraphs + long answer per PMID), the ASReview CSVs
+  (title + abstract; rows without an abstract and repeated abstracts dropped) and the USC PubMed CSV.
+- ``all``: also the full-text sources: CRAFT ``articles/txt``, eLife and PLOS JATS XML (article title,
+  abstract, body paragraphs and section titles; tables, figures, references, supplementary material left
+  out).
+
+Evaluation overlap (SOURCES.md 7.0): the second-round sources were already cleaned when they were copied;
+the 13 OHSUMED single-23 documents that overlap NER / RE development or test text and the 30 CRAFT
+articles of its shared-task test split are dropped here unless ``--keep-eval-overlap`` is given (the
+throughput benchmark keeps them; a model must never be pre-trained on them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import shutil
+import sys
+import tarfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CORPUS = REPO_ROOT.parent / "shared" / "data" / "corpus"
+
+#: OHSUMED single-23 documents that overlap benchmark dev/test text (SOURCES.md 7.0, "Note on the
+#: pre-existing corpus 4a"): ChemProt test, BC5CDR dev, JNLPBA dev and BC2GM dev/test sentences.
+OHSUMED_SINGLE_23_EVAL_OVERLAP = frozenset(
+    {
+        "0011615", "0019116", "0010377", "0015976", "0010511", "0011477", "0012087",
+        "0010187", "0019690", "0005996", "0008251", "0004433", "0006234",
+    }
+)  # fmt: skip
+CRAFT_TEST_IDS_MEMBER = "articles/ids/craft-ids-test.txt"
+_JATS_SKIP = {"table-wrap", "fig", "ref-list", "supplementary-material", "table", "disp-formula", "fn-group"}
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _write_doc(fh, lines) -> int:
+    """Write one document (non-empty, whitespace-collapsed lines + a blank line); 1 if written, else 0."""
+    lines = [s for s in (_collapse(x) for x in lines) if s]
+    if lines:
+        fh.write("\n".join(lines) + "\n\n")
+    return 1 if lines else 0
+
+
+def _tar_text_docs(path: Path, fh, member_filter) -> tuple[int, int]:
+    """Each selected tar member is one document; returns (written, skipped by the filter)."""
+    written = skipped = 0
+    with tarfile.open(path) as tar:
+        for m in tar:
+            if not m.isfile():
+                continue
+            keep = member_filter(m.name)
+            if keep is None:
+                continue
+            if not keep:
+                skipped += 1
+                continue
+            written += _write_doc(fh, tar.extractfile(m).read().decode("utf-8").splitlines())
+    return written, skipped
+
+
+def _jats_lines(root: ET.Element) -> list[str]:
+    lines = []
+    title = root.find(".//article-meta/title-group/article-title")
+    if title is not None:
+        lines.append("".join(title.itertext()))
+
+    def walk(elem: ET.Element) -> None:
+        for child in elem:
+            if child.tag in _JATS_SKIP:
+                continue
+            if child.tag in ("p", "title"):
+                lines.append("".join(child.itertext()))
+            else:
+                walk(child)
+
+    for part in root.findall(".//article-meta/abstract") + root.findall("./body"):
+        walk(part)
+    return lines
+
+
+def _jats_docs(path: Path, fh) -> int:
+    n = 0
+    with tarfile.open(path) as tar:
+        for m in tar:
+            if m.isfile() and m.name.endswith(".xml"):
+                n += _write_doc(fh, _jats_lines(ET.fromstring(tar.extractfile(m).read())))
+    return n
+
+
+def _craft_test_ids(path: Path) -> set[str]:
+    with tarfile.open(path) as tar:
+        text = tar.extractfile(CRAFT_TEST_IDS_MEMBER).read().decode("utf-8")
+    return {line.strip() for line in text.splitlines() if line.strip()}
+
+
+def prepare(corpus: Path, out: Path, *, subset: str = "abstracts", exclude_eval_overlap: bool = True) -> dict:
+    """Write the plain-text corpus under ``out``; returns the summary also saved as ``prepare_info.json``.
+
+    Raises:
+        FileNotFoundError: ``corpus`` (or one of its sources) is missing.
+        ValueError: an unknown ``subset``.
+    """
+    if subset not in ("abstracts", "all"):
+        raise ValueError(f"subset {subset!r}: expected 'abstracts' or 'all'")
+    if not corpus.is_dir():
+        raise FileNotFoundError(f"{corpus}: the shared corpus folder is missing (see ../shared/data/SOURCES.md)")
+    options = {"subset": subset, "exclude_eval_overlap": exclude_eval_overlap}
+    info_file = out / ".prepare_info.json"
+    if info_file.is_file() and json.loads(info_file.read_text()).get("options") == options:
+        return json.loads(info_file.read_text())
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    counts: dict[str, int] = {}
+    excluded: dict[str, int] = {}
+
+    def ohsumed_single(name: str):
+        if "/ohsumed_single_23/" not in name:
+            return None
+        return not (exclude_eval_overlap and name.rsplit("/", 1)[-1] in OHSUMED_SINGLE_23_EVAL_OVERLAP)
+
+    with open(tmp / "ohsumed_single_23.txt", "w") as fh:
+        counts["ohsumed-single-23"], excluded["ohsumed-single-23"] = _tar_text_docs(
+            corpus / "ohsumed-single-23/ohsumed_single_23.tar.gz", fh, ohsumed_single
+        )
+    with open(tmp / "ohsumed_first20k_extra.txt", "w") as fh:
+        counts["ohsumed-first20k-extra"], _ = _tar_text_docs(
+            corpus / "ohsumed-first20k-extra/ohsumed_first20k_extra.tar.gz", fh, lambda n: True
+        )
+    with open(tmp / "pubmed_abstracts_1mb.txt", "w") as fh:
+        text = (corpus / "pubmed-abstracts-1mb/PubMedAbstract_1MB.txt").read_text(encoding="utf-8")
+        counts["pubmed-abstracts-1mb"] = sum(_write_doc(fh, [line]) for line in text.splitlines())
+    with open(tmp / "pubmedqa_pqal.txt", "w") as fh:
+        data = json.loads((corpus / "pubmedqa-pqal/ori_pqal.json").read_text(encoding="utf-8"))
+        counts["pubmedqa-pqal"] = sum(
+            _write_doc(fh, [*v["CONTEXTS"], v.get("LONG_ANSWER", "")]) for v in data.values()
+        )
+    seen: set[bytes] = set()
+    n = dup = 0
+    with open(tmp / "asreview.txt", "w") as fh:
+        for path in sorted((corpus / "asreview-sr-abstracts").rglob("*.csv")):
+            with open(path, encoding="utf-8", newline="") as f:
+                for row in csv.DictReader(f):
+                    abstract = row.get("abstract") or row.get("abstracts") or ""
+                    if not abstract.strip():
+                        continue
+                    key = hashlib.sha1(_collapse(abstract).encode()).digest()
+                    if key in seen:
+                        dup += 1
+                        continue
+                    seen.add(key)
+                    n += _write_doc(fh, [row.get("title") or "", abstract])
+    counts["asreview"] = n
+    counts["asreview_duplicate_abstracts_dropped"] = dup
+    with (
+        open(tmp / "pubmed_uscbiostats.txt", "w") as fh,
+        open(corpus / "pubmed-uscbiostats-2020/pubmed.csv", encoding="utf-8", newline="") as f,
+    ):
+        counts["pubmed-uscbiostats"] = sum(_write_doc(fh, [row["abstract"]]) for row in csv.DictReader(f))
+    if subset == "all":
+        craft = corpus / "craft-articles/craft_articles_txt.tar.gz"
+        test_ids = _craft_test_ids(craft) if exclude_eval_overlap else set()
+
+        def craft_member(name: str):
+            if not (name.startswith("articles/txt/") and name.endswith(".txt")):
+                return None
+            return name.rsplit("/", 1)[-1][: -len(".txt")] not in test_ids
+
+        with open(tmp / "craft.txt", "w") as fh:
+            counts["craft"], excluded["craft-test"] = _tar_text_docs(craft, fh, craft_member)
+        with open(tmp / "elife.txt", "w") as fh:
+            counts["elife"] = _jats_docs(corpus / "elife-articles/elife_articles_xml.tar.xz", fh)
+        with open(tmp / "plos.txt", "w") as fh:
+            counts["plos"] = _jats_docs(corpus / "plos-starter/allofplos_starter_corpus_xml.tar.xz", fh)
+    info = {
+        "options": options,
+        "documents": counts,
+        "excluded_for_eval_overlap": excluded,
+        "bytes": sum(p.stat().st_size for p in tmp.glob("*.txt")),
+    }
+    (tmp / ".prepare_info.json").write_text(json.dumps(info, indent=2) + "\n")
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.rename(out)
+    return info
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="the shared corpus folder")
+    parser.add_argument("--output-dir", type=Path, required=True)
+    parser.add_argument("--subset", choices=["abstracts", "all"], default="abstracts")
+    parser.add_argument(
+        "--keep-eval-overlap",
+        action="store_true",
+        help="keep the 13 OHSUMED documents overlapping benchmark dev/test text and the CRAFT test articles",
+    )
+    args = parser.parse_args(argv)
+    try:
+        info = prepare(args.corpus, args.output_dir, subset=args.subset, exclude_eval_overlap=not args.keep_eval_overlap)
+    except FileNotFoundError as exc:
+        sys.exit(f"error: {exc}")
+    print(json.dumps(info, indent=2))
+
+
+if __name__ == "__main__":
+    main()
