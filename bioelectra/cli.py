@@ -125,6 +125,10 @@ def finetune(
     learning_rate: Annotated[float, typer.Option("--learning-rate", "--learning_rate", "--lr", help="Peak learning rate (linear warmup, then linear decay).")] = 1e-4,
     batch_size: Annotated[int, typer.Option("--batch-size", "--batch_size", min=1, help="Training batch size per device.")] = 32,
     eval_batch_size: Annotated[int, typer.Option("--eval-batch-size", "--eval_batch_size", min=1, help="Evaluation batch size per device.")] = 64,
+    micro_batch_tokens: Annotated[
+        int | None,
+        typer.Option("--micro-batch-tokens", "--micro_batch_tokens", min=0, help="Run a training batch with more padded tokens than this as several forward/backward passes adding up to the same update (less memory). Default: 1024 on CPU, no splitting on a GPU; 0: never split."),
+    ] = None,
     max_seq_length: Annotated[
         int,
         typer.Option("--max-seq-length", "--max_seq_length", min=8, help="Sub-tokens per model input, [CLS] and [SEP] included. NER: longer sentences are split into windows; RE: truncated, examples losing an entity marker counted."),
@@ -205,6 +209,7 @@ def finetune(
             re_head=re_head.value,
             dev_fraction=dev_fraction,
             dev_split_seed=dev_split_seed,
+            micro_batch_tokens=micro_batch_tokens,
         )
         if folds is not None:
             report = run_folds(settings, _parse_folds(folds, settings))
@@ -240,10 +245,18 @@ def _resolve_checkpoint(ckpt: str, output_dir: Path) -> str:
     A size preset is built (randomly initialised) under ``output_dir/init-<preset>``. An original TensorFlow
     checkpoint directory is converted (discriminator) once into ``output_dir/converted-discriminator``.
     """
-    from bioelectra.presets import PRESETS, build_preset_checkpoint
+    from bioelectra.presets import (
+        PRESETS,
+        SHIPPED_MODELS,
+        UNTRAINED_TWINS,
+        build_preset_checkpoint,
+        shipped_model_dir,
+    )
     from bioelectra.tf_checkpoint import convert_tf_checkpoint, find_checkpoint, is_tf_checkpoint_dir
 
-    if ckpt in PRESETS:
+    if ckpt in SHIPPED_MODELS:
+        return str(shipped_model_dir(ckpt))
+    if ckpt in PRESETS or ckpt in UNTRAINED_TWINS:
         target = output_dir / f"init-{ckpt}"
         console.print(
             f"[bold yellow]warning:[/] --ckpt {ckpt} is a size preset: the encoder is randomly initialised and "
@@ -603,6 +616,12 @@ def pretrain_eval(
     print(json.dumps(result, indent=2))
 
 
+class ExportDtype(StrEnum):
+    float32 = "float32"
+    float16 = "float16"
+    bfloat16 = "bfloat16"
+
+
 @pretrain_app.command("export")
 def pretrain_export(
     model_dir: Annotated[
@@ -614,6 +633,9 @@ def pretrain_export(
     checkpoint: Annotated[
         int | None, typer.Option(help="Step N of checkpoint-N (default: the newest).")
     ] = None,
+    dtype: Annotated[
+        ExportDtype, typer.Option(help="Storage dtype of the weights (float16/bfloat16 halve the files; finetune loads them as float32).")
+    ] = ExportDtype.float32,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
 ) -> None:
     """Export HF checkpoints: discriminator/ (ElectraForPreTraining) and generator/ (ElectraForMaskedLM)."""
@@ -623,7 +645,9 @@ def pretrain_export(
     from bioelectra.training import export_checkpoint
 
     try:
-        paths = export_checkpoint(model_dir=model_dir, output_dir=output_dir, checkpoint=checkpoint)
+        paths = export_checkpoint(
+            model_dir=model_dir, output_dir=output_dir, checkpoint=checkpoint, dtype=ExportDtype(dtype).value
+        )
     except (FileNotFoundError, ValueError, OSError) as exc:
         _fail(exc)
         return

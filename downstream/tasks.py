@@ -150,6 +150,7 @@ class NerTask:
         The checkpoint's own head (e.g. ELECTRA's discriminator head) is dropped and a new classifier is
         initialised from the current torch seed.
         """
+        import torch
         from transformers import AutoModelForTokenClassification
 
         from downstream.checkpoints import quiet_transformers
@@ -157,6 +158,7 @@ class NerTask:
         with quiet_transformers():
             model = AutoModelForTokenClassification.from_pretrained(
                 checkpoint,
+                dtype=torch.float32,  # fp32 master weights even from fp16/bf16 files (bf16 is autocast)
                 num_labels=len(self.labels),
                 id2label=self.id2label,
                 label2id=self.label2id,
@@ -348,12 +350,14 @@ class ReTask:
         Raises:
             DownstreamError: ``re_head="electra"`` on a non-ELECTRA checkpoint.
         """
+        import torch
         from transformers import AutoConfig, AutoModelForSequenceClassification
 
         from downstream.checkpoints import quiet_transformers
 
-        kwargs = dict(num_labels=len(self.labels), id2label=self.id2label, label2id=self.label2id,
-                      ignore_mismatched_sizes=True, **config_overrides)
+        # fp32 master weights even from fp16/bf16 files (bf16 is autocast)
+        kwargs = dict(dtype=torch.float32, num_labels=len(self.labels), id2label=self.id2label,
+                      label2id=self.label2id, ignore_mismatched_sizes=True, **config_overrides)
         with quiet_transformers():
             if self.re_head == "electra":
                 from downstream.heads import ElectraForRelationClassification
