@@ -245,18 +245,10 @@ def _resolve_checkpoint(ckpt: str, output_dir: Path) -> str:
     A size preset is built (randomly initialised) under ``output_dir/init-<preset>``. An original TensorFlow
     checkpoint directory is converted (discriminator) once into ``output_dir/converted-discriminator``.
     """
-    from bioelectra.presets import (
-        PRESETS,
-        SHIPPED_MODELS,
-        UNTRAINED_TWINS,
-        build_preset_checkpoint,
-        shipped_model_dir,
-    )
+    from bioelectra.presets import PRESETS, build_preset_checkpoint
     from bioelectra.tf_checkpoint import convert_tf_checkpoint, find_checkpoint, is_tf_checkpoint_dir
 
-    if ckpt in SHIPPED_MODELS:
-        return str(shipped_model_dir(ckpt))
-    if ckpt in PRESETS or ckpt in UNTRAINED_TWINS:
+    if ckpt in PRESETS:
         target = output_dir / f"init-{ckpt}"
         console.print(
             f"[bold yellow]warning:[/] --ckpt {ckpt} is a size preset: the encoder is randomly initialised and "
