@@ -1,0 +1,46 @@
+"""recipes/shared_corpus.py on the real shared corpus: counts, eval-overlap exclusions, atomic output."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from conftest import REPO_ROOT
+
+sys.path.insert(0, str(REPO_ROOT / "recipes"))
+import shared_corpus  # noqa: E402
+
+
+@pytest.mark.shared_data
+def test_abstracts_subset_drops_the_eval_overlapping_documents(shared_data, tmp_path):
+    out = tmp_path / "abstracts"
+    info = shared_corpus.prepare(shared_data / "corpus", out, subset="abstracts")
+    docs = info["documents"]
+    # SOURCES.md: 7,400 OHSUMED single-23 documents, 13 of them overlapping dev/test text (section 7.0)
+    assert docs["ohsumed-single-23"] == 7400 - 13
+    assert info["excluded_for_eval_overlap"] == {"ohsumed-single-23": 13}
+    assert docs["ohsumed-first20k-extra"] == 6523 and docs["pubmedqa-pqal"] == 1000
+    assert docs["pubmed-abstracts-1mb"] == 725 and docs["pubmed-uscbiostats"] == 3240
+    text = (out / "ohsumed_single_23.txt").read_text()
+    assert text.count("\n\n") == docs["ohsumed-single-23"]  # one blank line after each document
+    assert "craft.txt" not in {p.name for p in out.iterdir()}  # full text only in --subset all
+    assert json.loads((out / ".prepare_info.json").read_text()) == info
+    assert not (tmp_path / "abstracts.tmp").exists()
+    # the same options again reuse the finished output; keeping the overlap rebuilds it
+    assert shared_corpus.prepare(shared_data / "corpus", out, subset="abstracts") == info
+    kept = shared_corpus.prepare(shared_data / "corpus", out, subset="abstracts", exclude_eval_overlap=False)
+    assert kept["documents"]["ohsumed-single-23"] == 7400 and kept["excluded_for_eval_overlap"] == {"ohsumed-single-23": 0}
+
+
+def test_missing_corpus_and_unknown_subset_are_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="shared corpus folder is missing"):
+        shared_corpus.prepare(tmp_path / "nope", tmp_path / "out")
+    with pytest.raises(ValueError, match="expected 'abstracts' or 'all'"):
+        shared_corpus.prepare(tmp_path, tmp_path / "out", subset="everything")
+
+
+@pytest.mark.shared_data
+def test_craft_test_split_is_read_from_the_archive(shared_data):
+    ids = shared_corpus._craft_test_ids(shared_data / "corpus" / "craft-articles" / "craft_articles_txt.tar.gz")
+    assert len(ids) == 30 and all(i.isdigit() for i in ids)  # SOURCES.md 7c: 60 / 7 / 30 PMIDs
