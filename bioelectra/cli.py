@@ -638,7 +638,7 @@ def pretrain_export(
 
     try:
         paths = export_checkpoint(
-            model_dir=model_dir, output_dir=output_dir, checkpoint=checkpoint, dtype=ExportDtype(dtype).value
+            model_dir=model_dir, output_dir=output_dir, checkpoint=checkpoint, dtype=dtype.value
         )
     except (FileNotFoundError, ValueError, OSError) as exc:
         _fail(exc)

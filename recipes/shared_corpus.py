@@ -118,7 +118,7 @@ def _craft_test_ids(path: Path) -> set[str]:
 
 
 def prepare(corpus: Path, out: Path, *, subset: str = "abstracts", exclude_eval_overlap: bool = True) -> dict:
-    """Write the plain-text corpus under ``out``; returns the summary also saved as ``prepare_info.json``.
+    """Write the plain-text corpus under ``out``; returns the summary also saved as ``.prepare_info.json``.
 
     Raises:
         FileNotFoundError: ``corpus`` (or one of its sources) is missing.
