@@ -1019,11 +1019,34 @@ def evaluate_checkpoint(
     m = CHECKPOINT_RE.match(ckpt.name)
     step = int(m.group(1)) if m else None
     out = Path(output_file) if output_file else model_dir / f"eval_{ckpt.name if m else 'model'}.json"
-    result = {"checkpoint": str(ckpt), "step": step, "metrics": _json_safe(metrics)}
+    result = {
+        "checkpoint": str(ckpt),
+        "step": step,
+        "metrics": _json_safe(metrics),
+        "attention_entropy": _attention_report(model, data, hp, device),
+    }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     result["output_file"] = str(out)
     return result
+
+
+#: Clean (unmasked) validation examples whose attention entropy ``pretrain eval`` reports.
+ATTENTION_PROBE_EXAMPLES = 32
+
+
+def _attention_report(model: ElectraPretrainingModel, data: PretrainingData, hp: PretrainingHparams, device) -> dict:
+    """Normalised attention entropy (:mod:`bioelectra.diagnostics`) of both encoders on the first
+    :data:`ATTENTION_PROBE_EXAMPLES` validation examples, unmasked (what fine-tuning shows them)."""
+    from bioelectra.diagnostics import attention_entropy, summarize_attention_entropy
+
+    examples = [data.validation[i] for i in range(min(ATTENTION_PROBE_EXAMPLES, len(data.validation)))]
+    batch = make_collator(data.tokenizer, hp).pad(examples)
+    batch = {k: v.to(device) for k, v in batch.items()}
+    return {
+        name: summarize_attention_entropy(attention_entropy(part.electra, **batch))
+        for name, part in (("discriminator", model.discriminator), ("generator", model.generator))
+    }
 
 
 def write_vocab_txt(tokenizer: Any, path: str | os.PathLike) -> None:

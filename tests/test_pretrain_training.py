@@ -238,6 +238,9 @@ def test_cli_train_eval_export_end_to_end(data_dir, tmp_path):
     assert result.exit_code == 0, result.output
     ev = json.loads((out / "eval_checkpoint-4.json").read_text())
     assert ev["step"] == 4 and set(ev["metrics"]) == set(eval_results) - {"step", "epoch"}
+    for part in ("discriminator", "generator"):  # a few steps leave attention about uniform
+        report = ev["attention_entropy"][part]
+        assert len(report["attention_entropy_per_layer"]) == 2 and 0.9 < report["attention_entropy"] <= 1.0
 
     export = tmp_path / "export"
     result = runner.invoke(pretrain_app, ["export", "--model-dir", str(out), "--output-dir", str(export)])
