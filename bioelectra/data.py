@@ -556,6 +556,19 @@ def _write_atomically(tmp: Path, output_dir: Path, overwrite: bool) -> None:
         os.replace(tmp, output_dir)
 
 
+def cased_vocab_entries(vocab_file: str | os.PathLike) -> int:
+    """Number of entries of a WordPiece ``vocab.txt`` with a capital letter, special tokens (``[CLS]`` ...)
+    aside: more than 0 means the vocabulary was built from cased text."""
+    count = 0
+    with open(vocab_file, encoding="utf-8") as f:
+        for line in f:
+            token = line.rstrip("\n")
+            if token.startswith("[") and token.endswith("]"):
+                continue
+            count += token != token.lower()
+    return count
+
+
 def build_pretraining_data(settings: BuildDataSettings) -> dict:
     """Build the pre-training dataset: stream, tokenize and pack the corpus, write sharded Arrow.
 
@@ -592,6 +605,16 @@ def build_pretraining_data(settings: BuildDataSettings) -> dict:
         and (not output_dir.is_dir() or any(output_dir.iterdir()))
     ):
         raise FileExistsError(f"{output_dir} exists and is not empty; pass overwrite=True (--overwrite)")
+    if settings.do_lower_case:
+        cased = cased_vocab_entries(settings.vocab_file)
+        if cased:
+            logger.warning(
+                "%s: %d entries contain capital letters (a cased vocabulary), but the text is lower-cased "
+                "(do_lower_case), so they can never be produced; pass --no-lower-case for a cased vocabulary "
+                "(Bio-ELECTRA's is cased)",
+                settings.vocab_file,
+                cased,
+            )
     tokenizer = make_tokenizer(
         settings.vocab_file, do_lower_case=settings.do_lower_case, strip_accents=settings.strip_accents
     )

@@ -619,3 +619,24 @@ def test_real_vocab_file_writes_hf_tokenizer(shared_data, tmp_path):
     assert (out / "tokenizer.json").is_file() and (out / "vocab.txt").read_text().splitlines()[:5] == list(
         SPECIAL_TOKENS
     )
+
+
+def test_lower_casing_with_a_cased_vocabulary_warns(tmp_path, caplog):
+    """Bio-ELECTRA's vocabulary is cased: lower-cased text never reaches its capitalised entries."""
+    from bioelectra.data import cased_vocab_entries
+
+    assert cased_vocab_entries(bio_electra_vocab_file()) > 6000  # of 31,620: a cased vocabulary
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join([*SPECIAL_TOKENS, ".", "the", "BRCA1", "##A", "p53"]) + "\n")
+    assert cased_vocab_entries(vocab) == 2  # [CLS] etc. do not count
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("the BRCA1 p53 .\n")
+    with caplog.at_level("WARNING", logger="bioelectra.data"):
+        build_pretraining_data(_settings(corpus, vocab, tmp_path / "lower", do_lower_case=True))
+    assert any("2 entries contain capital letters" in r.getMessage() and "--no-lower-case" in r.getMessage()
+               for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="bioelectra.data"):
+        build_pretraining_data(_settings(corpus, vocab, tmp_path / "cased", do_lower_case=False))
+    assert not any("capital letters" in r.getMessage() for r in caplog.records)

@@ -16,11 +16,11 @@ HERE=$(dirname "$0")
 #    without the 13 OHSUMED documents that overlap benchmark dev/test text (see docs/pretraining-data.md).
 python recipes/shared_corpus.py --subset abstracts --output-dir "$WORK/corpus"
 
-# 2. Vocabulary: Bio-ELECTRA's cased 31,620-entry PubMed WordPiece vocabulary (shipped in the package),
-#    so no build-vocab step. Pack 128-token examples as the original build_pretraining_dataset.py does;
+# 2. Vocabulary: Bio-ELECTRA's 31,620-entry PubMed WordPiece vocabulary (shipped in the package), so no
+#    build-vocab step; it is cased, hence --no-lower-case (as Bio-ELECTRA). Pack 128-token examples as the original build_pretraining_dataset.py does;
 #    1% of the documents are held out for the pre-training metrics.
 bioelectra pretrain build-data --corpus-dir "$WORK/corpus" --output-dir "$WORK/data" \
-  --vocab-file bioelectra/assets/vocab/bio-electra-pmc2017/vocab.txt --max-seq-length 128 --seed 42
+  --vocab-file bioelectra/assets/vocab/bio-electra-pmc2017/vocab.txt --no-lower-case --max-seq-length 128 --seed 42
 
 # 3. Pre-train: ELECTRA-Small with 6 discriminator layers (hparams.json beside this file).
 bioelectra pretrain train --data-dir "$WORK/data" --output-dir "$WORK/run" --model-size small \
