@@ -588,7 +588,8 @@ def pretrain_eval(
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
 ) -> None:
-    """The original pre-training metrics of a checkpoint on the held-out (validation) examples, as JSON."""
+    """The original pre-training metrics of a checkpoint on the held-out (validation) examples, and each
+    network's normalised attention entropy (1.0 = uniform, as at initialisation), as JSON."""
     _setup_logging(verbose)
     import json
 
