@@ -11,7 +11,13 @@ from transformers import (
 )
 
 from bioelectra.configuration import ElectraPretrainingConfig, generator_config_from_discriminator
-from bioelectra.modeling import ElectraPretrainingModel, ElectraPretrainingOutput, gumbel_sample
+from bioelectra.modeling import (
+    ElectraPretrainingModel,
+    ElectraPretrainingOutput,
+    gumbel_sample,
+    inverse_cdf_sample,
+    sample_replacements,
+)
 from bioelectra.presets import ELECTRA_SIZES, preset_config
 
 VOCAB = 100
@@ -126,20 +132,36 @@ def test_sample_equal_to_the_original_is_not_replaced():
     assert out.disc_input_ids[0, 2] == 9
 
 
-def test_gumbel_sampling_matches_softmax_and_disallow():
+@pytest.mark.parametrize("sample", [gumbel_sample, inverse_cdf_sample, sample_replacements])
+def test_sampling_matches_softmax_and_disallow(sample):
     torch.manual_seed(0)
     logits = torch.tensor([[0.0, 1.0, 2.0, -1.0]]).repeat(20000, 1)
-    counts = torch.bincount(gumbel_sample(logits), minlength=4).float() / 20000
+    counts = torch.bincount(sample(logits), minlength=4).float() / 20000
     assert torch.allclose(counts, torch.softmax(logits[0], -1), atol=0.015)
     # temperature: low temperature concentrates on the argmax, high flattens
-    assert (gumbel_sample(logits[:1000], temperature=0.01) == 2).all()
-    hot = torch.bincount(gumbel_sample(logits, temperature=100.0), minlength=4).float() / 20000
+    assert (sample(logits[:1000], temperature=0.01) == 2).all()
+    hot = torch.bincount(sample(logits, temperature=100.0), minlength=4).float() / 20000
     assert torch.allclose(hot, torch.full((4,), 0.25), atol=0.02)
     # disallow: the given token is never drawn, even when it dominates
     peaked = torch.tensor([[0.0, 50.0, 0.0, 0.0]]).repeat(500, 1)
-    assert not (gumbel_sample(peaked, disallow=torch.ones(500, dtype=torch.long)) == 1).any()
+    assert not (sample(peaked, disallow=torch.ones(500, dtype=torch.long)) == 1).any()
+    # the first and last entries can be drawn (no off-by-one at the ends of the CDF)
+    ends = torch.tensor([[9.0, -50.0, -50.0, 9.0]]).repeat(2000, 1)
+    assert set(sample(ends).tolist()) == {0, 3}
     # fp32 arithmetic whatever the input dtype
-    assert gumbel_sample(logits[:10].bfloat16()).dtype == torch.long
+    assert sample(logits[:10].bfloat16()).dtype == torch.long
+
+
+def test_inverse_cdf_sampling_on_a_large_vocabulary_matches_softmax():
+    # a realistic shape: 31,620 entries, where a float32 CDF accumulates rounding error
+    torch.manual_seed(1)
+    logits = torch.randn(1, 31620) * 3
+    logits[0, :4] = torch.tensor([12.0, 11.0, 10.5, 9.0])
+    draws = inverse_cdf_sample(logits.repeat(40000, 1))
+    probs = torch.softmax(logits[0], -1)
+    counts = torch.bincount(draws, minlength=31620).float() / 40000
+    assert torch.allclose(counts[:4], probs[:4], atol=0.01)
+    assert abs(counts[4:].sum() - probs[4:].sum()) < 0.01
 
 
 def test_disallow_correct_always_replaces_masked_positions():
