@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The CPU pre-training run of docs/bioelectra-mini.md (bioelectra-mini; not shipped: see that page),
-# from the project's shared corpus.
+# The CPU pre-training run 5 of docs/bioelectra-mini.md (bioelectra-mini; not shipped: see that page), from
+# the project's shared corpus, then its comparison with an untrained twin.
 #
 # Run from the repository root with the package's environment active (`make venv`, then
-# `. .venv/bin/activate`) and ../shared beside the checkout. About 90 minutes on a 2-core CPU, almost all
+# `. .venv/bin/activate`) and ../shared beside the checkout. About 80 minutes on a 2-core CPU, almost all
 # of it in `pretrain train` (a GPU is used when present). Every step can be re-run; `train` resumes from
 # its last checkpoint.
 #
@@ -24,7 +24,7 @@ python recipes/shared_corpus.py --subset abstracts --output-dir "$WORK/corpus"
 bioelectra pretrain build-data --corpus-dir "$WORK/corpus" --output-dir "$WORK/data" \
   --vocab-file bioelectra/assets/vocab/bio-electra-pmc2017/vocab.txt --no-lower-case --max-seq-length 128 --seed 42
 
-# 3. Pre-train: ELECTRA-Small with 6 discriminator layers (hparams.json beside this file).
+# 3. Pre-train: ELECTRA-Small with 4 discriminator layers and no dropout (hparams.json beside this file).
 bioelectra pretrain train --data-dir "$WORK/data" --output-dir "$WORK/run" --model-size small \
   --hparams "$HERE/hparams.json"
 
@@ -33,8 +33,8 @@ bioelectra pretrain train --data-dir "$WORK/data" --output-dir "$WORK/run" --mod
 bioelectra pretrain eval --model-dir "$WORK/run" --output "$WORK/eval.json"
 bioelectra pretrain export --model-dir "$WORK/run" --output-dir "$WORK/export" --dtype float16
 
-# 5. Fine-tune it on NCBI-disease beside its untrained twin: the same configuration and tokenizer with
-#    fresh (seed 0) float32 weights, the comparison of docs/bioelectra-mini.md.
+# 5. Fine-tune it on NCBI-disease beside its untrained twin (the same configuration and tokenizer with
+#    fresh seed-0 float32 weights) with the README's main command: the comparison of docs/bioelectra-mini.md.
 python - "$WORK/export/discriminator" "$WORK/untrained-twin" <<'EOF'
 import sys
 
@@ -49,6 +49,6 @@ ElectraForPreTraining(config).float().save_pretrained(target)
 AutoTokenizer.from_pretrained(source).save_pretrained(target)
 EOF
 for ckpt in export/discriminator untrained-twin; do
-  bioelectra finetune --loader ner --dataset ncbi-disease --trials 1 --epochs 1 --learning-rate 3e-4 \
+  bioelectra finetune --loader ner --dataset ncbi-disease --trials 3 --epochs 1 --learning-rate 3e-4 \
     --ckpt "$WORK/$ckpt" --output-dir "$WORK/finetune-ncbi-${ckpt%%/*}"
 done
