@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments
+from transformers import PrinterCallback, ProgressCallback, Trainer, TrainerCallback, TrainingArguments
 
 from bioelectra.configuration import ElectraPretrainingConfig
 from bioelectra.masking import ElectraMaskingCollator
@@ -558,6 +558,13 @@ class LogMetricsCallback(TrainerCallback):
             logger.info("step %d: %s", state.global_step, json.dumps(shown))
 
 
+class StepProgressCallback(ProgressCallback):
+    """The Trainer's progress bars without its printing of the logs (:class:`LogMetricsCallback` logs them)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        return None
+
+
 class ElectraPretrainer(Trainer):
     """``Trainer`` for :class:`ElectraPretrainingModel`, extended only through its hooks.
 
@@ -804,7 +811,7 @@ def training_arguments(output_dir: Path, hparams: PretrainingHparams, **extra: A
         remove_unused_columns=False,
         report_to="none",
         ddp_find_unused_parameters=False,
-        disable_tqdm=True,
+        disable_tqdm=False,
     )
     kwargs.update(extra)
     return TrainingArguments(**kwargs)
@@ -952,6 +959,8 @@ def prepare_pretraining(
         hparams=hp,
     )
     trainer.remove_callback(PrinterCallback)
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(StepProgressCallback())
     trainer.add_callback(LogMetricsCallback())
     return trainer, resume
 

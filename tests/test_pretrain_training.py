@@ -366,3 +366,15 @@ def test_bioelectra_mini_recipe_hparams_resolve():
     # dropout off in both networks (the generator copies the discriminator's)
     assert disc.hidden_dropout_prob == gen.hidden_dropout_prob == 0.0
     assert disc.attention_probs_dropout_prob == gen.attention_probs_dropout_prob == 0.0
+
+
+def test_train_shows_a_step_progress_bar_and_prints_logs_once(data_dir, tmp_path, capfd):
+    run_pretraining(
+        data_dir=data_dir,
+        output_dir=tmp_path / "out",
+        hparams=tiny_hparams(per_device_train_batch_size=4, max_steps=3, logging_steps=1),
+    )
+    err = capfd.readouterr().err
+    assert "3/3" in err  # tqdm's step counter of the training bar
+    # the bar does not also print the log dicts (the module's logger does, once per logging step)
+    assert "'mlm_loss'" not in err
