@@ -347,20 +347,12 @@ def test_bioelectra_mini_recipe_hparams_resolve():
     """The recipe's hparams.json is valid input for `pretrain train --hparams` and sets the run's shape."""
     from pathlib import Path
 
-    from bioelectra.configuration import ElectraPretrainingConfig
+    from bioelectra.training import build_model
 
     path = Path(__file__).resolve().parent.parent / "recipes" / "bioelectra-mini" / "hparams.json"
     hp = resolve_hparams("small", json.loads(path.read_text()))
     assert hp.max_steps > hp.warmup_steps > 0 and hp.adam_bias_correction
-    config = ElectraPretrainingConfig.from_size(
-        "small",
-        vocab_size=31620,
-        pad_token_id=0,
-        embedding_size=hp.embedding_size,
-        generator_hidden_size=hp.generator_hidden_size,
-        generator_layers=hp.generator_layers,
-        model_overrides=hp.model_hparam_overrides,
-    )
+    config = build_model("small", hp, vocab_size=31620, pad_token_id=0).config
     disc, gen = config.discriminator_config, config.generator_config
     assert disc.num_hidden_layers == gen.num_hidden_layers == hp.model_hparam_overrides["num_hidden_layers"]
     # dropout off in both networks (the generator copies the discriminator's)
