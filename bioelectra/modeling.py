@@ -181,7 +181,18 @@ class ElectraPretrainingModel(PreTrainedModel):
             config.generator_config._attn_implementation = attn
         self.generator = ElectraForMaskedLM(config.generator_config)
         self.discriminator = ElectraForPreTraining(config.discriminator_config)
-        if config.untied_generator_embeddings:
+        if not getattr(config, "untied_generator", True):
+            # original run_pretraining.py with untied_generator=False: the generator is built in the
+            # discriminator's variable scope, so it *is* the discriminator's transformer
+            self.generator.electra = self.discriminator.electra
+            ties = {
+                f"generator.electra.{name}": f"discriminator.electra.{name}"
+                for name, _ in self.discriminator.electra.named_parameters()
+            }
+            ties["generator.generator_lm_head.weight"] = (
+                "discriminator.electra.embeddings.word_embeddings.weight"
+            )
+        elif config.untied_generator_embeddings:
             ties = {
                 "generator.generator_lm_head.weight": "generator.electra.embeddings.word_embeddings.weight"
             }
@@ -341,11 +352,17 @@ class ElectraPretrainingModel(PreTrainedModel):
         missing, unexpected = model.discriminator.load_state_dict(discriminator.state_dict(), strict=False)
         _check_keys("discriminator", missing, unexpected)
         gen_state = dict(generator.state_dict())
-        if not config.untied_generator_embeddings:
+        if not config.untied_generator:
+            # the generator's encoder is the discriminator's: only its masked-LM head is its own
+            gen_state = {k: v for k, v in gen_state.items() if not k.startswith("electra.")}
+            gen_state.pop("generator_lm_head.weight", None)
+        elif not config.untied_generator_embeddings:
             gen_state = {k: v for k, v in gen_state.items() if not k.startswith("electra.embeddings.")}
             gen_state.pop("generator_lm_head.weight", None)
         missing, unexpected = model.generator.load_state_dict(gen_state, strict=False)
-        if not config.untied_generator_embeddings:
+        if not config.untied_generator:
+            missing = [k for k in missing if not k.startswith("electra.") and k != "generator_lm_head.weight"]
+        elif not config.untied_generator_embeddings:
             missing = [
                 k
                 for k in missing

@@ -79,6 +79,10 @@ class PretrainingHparams:
         disallow_correct (`bool`, False): never sample the original token. Original ``disallow_correct``.
         untied_generator_embeddings (`bool`, False): generator gets its own embeddings. Original
             ``untied_generator_embeddings``.
+        untied_generator (`bool`, True): False ties all weights: the generator is the discriminator's
+            encoder with its own masked-LM head (so it has the discriminator's size, and
+            ``generator_hidden_size`` / ``generator_layers`` are ignored). Original ``untied_generator``;
+            paper Section 3.2.
         model_hparam_overrides (`dict`, {}): ``ElectraConfig`` fields of the discriminator, e.g.
             ``{"hidden_size": 64, "num_hidden_layers": 2}``. Original ``model_hparam_overrides``.
         learning_rate (`float`, None -> small 5e-4, base/large 2e-4): peak learning rate. Original
@@ -126,6 +130,7 @@ class PretrainingHparams:
     embedding_size: int | None = None
     disallow_correct: bool = False
     untied_generator_embeddings: bool = False
+    untied_generator: bool = True
     model_hparam_overrides: dict[str, Any] = field(default_factory=dict)
     learning_rate: float | None = None
     lr_decay_power: float = 1.0
@@ -685,6 +690,7 @@ def _objective_kwargs(hparams: PretrainingHparams) -> dict[str, Any]:
         "sampling_temperature": hparams.temperature,
         "disallow_correct": hparams.disallow_correct,
         "untied_generator_embeddings": hparams.untied_generator_embeddings,
+        "untied_generator": hparams.untied_generator,
     }
 
 
@@ -699,7 +705,8 @@ def load_pretraining_model(path: str | os.PathLike, **config_overrides: Any) -> 
 
     Raises:
         FileNotFoundError: neither layout is found.
-        ValueError: ``untied_generator_embeddings`` differs from a saved joint model's.
+        ValueError: ``untied_generator_embeddings`` or ``untied_generator`` differs from a saved joint
+            model's.
     """
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
@@ -710,12 +717,14 @@ def load_pretraining_model(path: str | os.PathLike, **config_overrides: Any) -> 
         and json.loads(config_file.read_text())["model_type"] == ElectraPretrainingConfig.model_type
     ):
         model = ElectraPretrainingModel.from_pretrained(str(path))
-        untied = config_overrides.pop("untied_generator_embeddings", model.config.untied_generator_embeddings)
-        if untied != model.config.untied_generator_embeddings:
-            raise ValueError(
-                f"{path}: saved with untied_generator_embeddings={model.config.untied_generator_embeddings}; "
-                f"cannot continue with {untied} (the embedding layout is fixed by the checkpoint)"
-            )
+        for layout in ("untied_generator_embeddings", "untied_generator"):
+            saved = getattr(model.config, layout, True if layout == "untied_generator" else False)
+            wanted = config_overrides.pop(layout, saved)
+            if wanted != saved:
+                raise ValueError(
+                    f"{path}: saved with {layout}={saved}; cannot continue with {wanted} (the weight "
+                    "sharing is fixed by the checkpoint)"
+                )
         for key, value in config_overrides.items():
             setattr(model.config, key, value)
         return model

@@ -286,3 +286,52 @@ def test_mismatched_shared_embeddings_raise():
     g = preset_config("small", vocab_size=60, **TINY)
     with pytest.raises(ValueError, match="vocab_size"):
         ElectraPretrainingConfig(discriminator_config=d, generator_config=g)
+
+
+def test_untied_generator_false_shares_the_whole_encoder(tmp_path):
+    """Original ``untied_generator=False`` (paper Section 3.2, "tie all weights"): the generator is the
+    discriminator's encoder with its own masked-LM head; both losses train that one encoder."""
+    model = tiny_model(untied_generator=False)
+    gen, disc = model.generator, model.discriminator
+    assert gen.electra is disc.electra and model.embeddings_are_shared()
+    assert gen.config.hidden_size == disc.config.hidden_size == 32  # generator_hidden_size 0.5 is ignored
+    shared = sum(p.numel() for p in disc.parameters())
+    # the head's own parameters (its output matrix is the word embedding matrix, counted once)
+    head = sum(p.numel() for n, p in gen.named_parameters() if not n.startswith("electra."))
+    assert head == sum(p.numel() for p in gen.generator_predictions.parameters()) + VOCAB
+    assert sum(p.numel() for p in model.parameters()) == shared + head
+    # the masked-LM loss alone reaches the discriminator's encoder layers
+    mlm_only = tiny_model(untied_generator=False, gen_weight=1.0, disc_weight=0.0).train()
+    input_ids, attention_mask, labels, _ = masked_batch()
+    mlm_only(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss.backward()
+    assert mlm_only.discriminator.electra.encoder.layer[0].attention.self.query.weight.grad.abs().sum() > 0
+    assert all(
+        p.grad is None or p.grad.abs().sum() == 0
+        for p in mlm_only.discriminator.discriminator_predictions.parameters()
+    )
+    # saved once, loaded tied, same weights; split() gives a full stand-alone generator
+    model.save_pretrained(tmp_path)
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "model.safetensors"), "pt") as f:
+        assert not any(k.startswith("generator.electra.") for k in f.keys())
+    loaded = ElectraPretrainingModel.from_pretrained(tmp_path)
+    assert loaded.config.untied_generator is False
+    assert loaded.generator.electra is loaded.discriminator.electra
+    for key, value in model.state_dict().items():
+        assert torch.equal(value, loaded.state_dict()[key]), key
+    d2, g2 = loaded.split()
+    for key, value in d2.electra.state_dict().items():
+        assert torch.equal(value, g2.electra.state_dict()[key]), key
+    joint = ElectraPretrainingModel.from_pair(d2, g2, untied_generator=False)
+    assert joint.generator.electra is joint.discriminator.electra
+    assert torch.equal(joint.generator.generator_lm_head.bias, model.generator.generator_lm_head.bias)
+
+
+def test_untied_generator_false_refuses_contradictions():
+    d = preset_config("small", vocab_size=50, **TINY)
+    with pytest.raises(ValueError, match="untied_generator_embeddings"):
+        ElectraPretrainingConfig(discriminator_config=d, untied_generator=False, untied_generator_embeddings=True)
+    g = generator_config_from_discriminator(d, generator_hidden_size=0.5)
+    with pytest.raises(ValueError, match="hidden_size"):
+        ElectraPretrainingConfig(discriminator_config=d, generator_config=g, untied_generator=False)

@@ -370,3 +370,23 @@ def test_train_shows_a_step_progress_bar_and_prints_logs_once(data_dir, tmp_path
     assert "3/3" in err  # tqdm's step counter of the training bar
     # the bar does not also print the log dicts (the module's logger does, once per logging step)
     assert "'mlm_loss'" not in err
+
+
+def test_tied_generator_trains_resumes_and_stays_tied(data_dir, tmp_path):
+    """``untied_generator: false`` through the Trainer: checkpoints store the shared encoder once, a resumed
+    run keeps generator and discriminator on one encoder, and the refusal to change the layout is clear."""
+    from bioelectra.training import load_pretraining_model
+
+    out = tmp_path / "out"
+    hp = tiny_hparams(max_steps=4, save_steps=2, untied_generator=False, learning_rate=1e-3)
+    with pytest.raises(KeyboardInterrupt):
+        run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp, callbacks=[_Crash(3)])
+    first = load_pretraining_model(out / "checkpoint-2")
+    assert first.generator.electra is first.discriminator.electra
+    assert run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp)["global_step"] == 4
+    last = load_pretraining_model(out / "checkpoint-4")
+    assert last.config.untied_generator is False and last.generator.electra is last.discriminator.electra
+    key = "electra.encoder.layer.0.attention.self.query.weight"
+    assert not torch.equal(first.discriminator.state_dict()[key], last.discriminator.state_dict()[key])
+    with pytest.raises(ValueError, match="untied_generator=False"):
+        load_pretraining_model(out / "checkpoint-4", untied_generator=True)
