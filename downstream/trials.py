@@ -81,6 +81,11 @@ class FinetuneSettings:
             (``ElectraClassificationHead``).
         dev_fraction: RE: fraction of train cut off as the development split when there is none.
         dev_split_seed: RE: seed of that cut (shared by all trials).
+        layerwise_lr_decay: each encoder layer below the task head gets this factor of the learning rate of
+            the one above it: the head ``learning_rate``, the top layer ``decay**2``, the embeddings
+            ``decay**(num_hidden_layers + 2)`` (original ELECTRA fine-tuning ``layerwise_lr_decay``,
+            ``model/optimization.py: _get_layer_lrs``; paper Appendix A: 0.8 for Small and Base). 1.0: one
+            learning rate for all.
         micro_batch_tokens: a training batch with more (padded) tokens than this runs as several
             forward/backward passes whose gradients add up to the whole batch's: the same update (only
             dropout's random draws differ) with the activation memory of a smaller batch. ``None``:
@@ -113,6 +118,7 @@ class FinetuneSettings:
     re_head: str = "electra"
     dev_fraction: float = 0.1
     dev_split_seed: int = 42
+    layerwise_lr_decay: float = 1.0
     micro_batch_tokens: int | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -127,6 +133,8 @@ class FinetuneSettings:
         if self.task == "ner":  # RE-only settings: NER fingerprints stay what they were
             for key in RE_ONLY_SETTINGS:
                 data.pop(key)
+        if self.layerwise_lr_decay == 1.0:  # the default: fingerprints from before the option stay valid
+            data.pop("layerwise_lr_decay")
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -249,6 +257,46 @@ def _loss_items(inputs: dict[str, Any]) -> int:
     return int(labels.ne(-100).sum())
 
 
+def layerwise_lr_scales(model, decay: float) -> dict[str, float]:
+    """Learning-rate factor of each trainable parameter of an ELECTRA/BERT-style fine-tuning model.
+
+    The rule of the original ELECTRA fine-tuning (google-research/electra ``model/optimization.py:
+    _get_layer_lrs``): with L encoder layers, the embeddings (and ``embeddings_project``) are at depth 0,
+    encoder layer i (0-based) at depth i + 1, everything else (the task head) at depth L + 2, and a parameter
+    at depth d gets ``decay ** (L + 2 - d)``: the head 1, the top layer ``decay**2``, the embeddings
+    ``decay**(L + 2)``.
+
+    Args:
+        model: a ``PreTrainedModel`` whose config has ``num_hidden_layers``.
+        decay: the factor per layer, in (0, 1].
+
+    Returns:
+        ``{parameter name: factor}`` for the parameters that require gradients.
+
+    Raises:
+        ValueError: ``decay`` outside (0, 1].
+    """
+    import re
+
+    if not 0.0 < decay <= 1.0:
+        raise ValueError(f"layerwise_lr_decay={decay}: expected a factor in (0, 1]")
+    num_layers = model.config.num_hidden_layers
+    layer = re.compile(r"(?:^|\.)encoder\.layer\.(\d+)\.")
+    scales = {}
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            continue
+        match = layer.search(name)
+        if match:
+            depth = int(match.group(1)) + 1
+        elif re.search(r"(?:^|\.)embeddings(?:_project)?\.", name):
+            depth = 0
+        else:
+            depth = num_layers + 2
+        scales[name] = decay ** (num_layers + 2 - depth)
+    return scales
+
+
 def _finetune_trainer_class():
     from torch.utils.data import SequentialSampler
     from transformers import Trainer
@@ -268,7 +316,33 @@ def _finetune_trainer_class():
         """
 
         micro_batch_tokens: int = 0
+        layerwise_lr_decay: float = 1.0
         _loss_weight: float = 1.0
+
+        def create_optimizer(self, model=None):
+            """Trainer's AdamW, with one parameter group per (learning-rate factor, weight decay) pair when
+            ``layerwise_lr_decay`` < 1 (:func:`layerwise_lr_scales`); the linear schedule then scales every
+            group's rate alike."""
+            opt_model = self.model if model is None else model
+            if self.layerwise_lr_decay == 1.0 or self.optimizer is not None:
+                return super().create_optimizer(model)
+            scales = layerwise_lr_scales(opt_model, self.layerwise_lr_decay)
+            decay_names = set(self.get_decay_parameter_names(opt_model))
+            groups: dict[tuple[float, bool], list] = {}
+            for name, param in opt_model.named_parameters():
+                if name in scales:
+                    groups.setdefault((scales[name], name in decay_names), []).append(param)
+            optimizer_cls, optimizer_kwargs = self.get_optimizer_cls_and_kwargs(self.args, opt_model)
+            lr = optimizer_kwargs.pop("lr", self.args.learning_rate)
+            self.optimizer = optimizer_cls(
+                [
+                    {"params": params, "lr": lr * scale, "weight_decay": self.args.weight_decay if decayed else 0.0}
+                    for (scale, decayed), params in sorted(groups.items(), key=lambda kv: (-kv[0][0], not kv[0][1]))
+                ],
+                lr=lr,
+                **optimizer_kwargs,
+            )
+            return self.optimizer
 
         def _get_eval_sampler(self, eval_dataset):
             if self.args.world_size <= 1:
@@ -377,6 +451,7 @@ def build_trainer(settings: FinetuneSettings, task, tokenizer, *, seed: int, out
         preprocess_logits_for_metrics=argmax_logits,
     )
     trainer.micro_batch_tokens = resolve_micro_batch_tokens(settings.micro_batch_tokens, cuda=cuda)
+    trainer.layerwise_lr_decay = settings.layerwise_lr_decay
     return trainer, dev_evaluator
 
 
@@ -491,6 +566,8 @@ def run_trials(settings: FinetuneSettings) -> dict[str, Any]:
         DownstreamError: bad data, missing dataset, unusable checkpoint.
     """
     check_metric(settings.metric)
+    if not 0.0 < settings.layerwise_lr_decay <= 1.0:
+        raise ValueError(f"layerwise_lr_decay={settings.layerwise_lr_decay}: expected a factor in (0, 1]")
     output_dir = Path(settings.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     files = _resolve_files(settings)

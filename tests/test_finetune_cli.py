@@ -254,3 +254,54 @@ def test_micro_batches_give_the_whole_batch_update(tmp_path, tiny_checkpoint):
     with torch.no_grad():
         means = [model(**c).loss.item() for c in split_batch(batch, length * 3)]
     assert sum(means) / len(means) != pytest.approx(whole_loss, rel=1e-4)
+
+
+def test_layerwise_lr_decay_follows_the_original_rule(tmp_path, tiny_checkpoint):
+    """Original ELECTRA ``_get_layer_lrs``: head 1, layer i of L at decay**(L + 1 - i), embeddings
+    decay**(L + 2); the Trainer's optimizer and schedule carry the factors (weight decay as before)."""
+    import torch
+
+    from downstream.checkpoints import load_tokenizer
+    from downstream.tasks import NerTask
+    from downstream.trials import FinetuneSettings, build_trainer, layerwise_lr_scales
+
+    task = NerTask({"train": FIXTURES / "ner-tiny" / "train.tsv", "dev": FIXTURES / "ner-tiny" / "devel.tsv",
+                    "test": FIXTURES / "ner-tiny" / "test.tsv"})
+    tokenizer = load_tokenizer(str(tiny_checkpoint))
+    task.encode(tokenizer, max_seq_length=32)
+    model = task.build_model(str(tiny_checkpoint))
+    scales = layerwise_lr_scales(model, 0.5)  # 2 layers
+    assert scales["electra.embeddings.word_embeddings.weight"] == 0.5**4
+    assert scales["electra.embeddings.LayerNorm.bias"] == 0.5**4
+    assert scales["electra.encoder.layer.0.attention.self.query.weight"] == 0.5**3
+    assert scales["electra.encoder.layer.1.output.dense.weight"] == 0.5**2
+    assert scales["classifier.weight"] == scales["classifier.bias"] == 1.0
+    assert set(scales) == {n for n, p in model.named_parameters() if p.requires_grad}
+    assert set(layerwise_lr_scales(model, 1.0).values()) == {1.0}
+    with pytest.raises(ValueError, match="layerwise_lr_decay"):
+        layerwise_lr_scales(model, 0.0)
+
+    settings = FinetuneSettings(task="ner", checkpoint=str(tiny_checkpoint), output_dir=tmp_path,
+                                learning_rate=1e-3, layerwise_lr_decay=0.5, max_steps=4, warmup_ratio=0.0)
+    trainer, _ = build_trainer(settings, task, tokenizer, seed=0, output_dir=tmp_path / "ckpt")
+    trainer.create_optimizer_and_scheduler(num_training_steps=4)
+    names = {p: n for n, p in trainer.model.named_parameters()}
+    seen = set()
+    for group in trainer.optimizer.param_groups:
+        for p in group["params"]:
+            name = names[p]
+            seen.add(name)
+            assert group["lr"] == pytest.approx(1e-3 * scales[name]), name
+            expected_wd = 0.0 if name.endswith("bias") or "LayerNorm" in name else 0.01
+            assert group["weight_decay"] == expected_wd, name
+    assert seen == set(scales)
+    trainer.optimizer.step()  # no gradients yet: changes nothing, keeps the step order torch expects
+    trainer.lr_scheduler.step()  # linear decay scales every group alike
+    ratios = {g["lr"] / g["initial_lr"] for g in trainer.optimizer.param_groups}
+    assert len(ratios) == 1 and ratios.pop() == pytest.approx(0.75)
+    # the default keeps Trainer's own two groups and one rate
+    plain, _ = build_trainer(FinetuneSettings(task="ner", checkpoint=str(tiny_checkpoint), output_dir=tmp_path,
+                                              learning_rate=1e-3), task, tokenizer, seed=0, output_dir=tmp_path / "p")
+    plain.create_optimizer()
+    assert {g["lr"] for g in plain.optimizer.param_groups} == {1e-3}
+    assert isinstance(plain.optimizer, torch.optim.Optimizer)
