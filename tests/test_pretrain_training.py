@@ -358,6 +358,9 @@ def test_bioelectra_mini_recipe_hparams_resolve():
     # dropout off in both networks (the generator copies the discriminator's)
     assert disc.hidden_dropout_prob == gen.hidden_dropout_prob == 0.0
     assert disc.attention_probs_dropout_prob == gen.attention_probs_dropout_prob == 0.0
+    # run 7: all weights tied, so the generator has the discriminator's shape
+    assert hp.untied_generator is False and config.untied_generator is False
+    assert gen.hidden_size == disc.hidden_size == hp.model_hparam_overrides["hidden_size"]
 
 
 def test_train_shows_a_step_progress_bar_and_prints_logs_once(data_dir, tmp_path, capfd):
