@@ -177,6 +177,7 @@ def finetune(
     from downstream.errors import DownstreamError
     from downstream.trials import (
         FinetuneSettings,
+        check_layerwise_lr_decay,
         format_folds_table,
         format_summary_table,
         run_folds,
@@ -192,6 +193,7 @@ def finetune(
     name = dataset or data_dir.name  # type: ignore[union-attr]
     out = output_dir or Path("runs") / f"{loader.value}-{name}"
     try:
+        check_layerwise_lr_decay(layerwise_lr_decay)  # before any checkpoint is built or converted
         model_path = _resolve_checkpoint(ckpt, out)
         settings = FinetuneSettings(
             task=loader.value,

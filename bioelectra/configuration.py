@@ -71,6 +71,17 @@ def generator_config_from_discriminator(
     return ElectraConfig(**kwargs)
 
 
+def _require_same_fields(
+    generator_config: ElectraConfig, discriminator_config: ElectraConfig, keys: tuple[str, ...], why: str
+) -> None:
+    """Raise ``ValueError`` naming the first of ``keys`` on which the two configurations differ, and ``why``
+    it matters."""
+    for key in keys:
+        g, d = getattr(generator_config, key), getattr(discriminator_config, key)
+        if g != d:
+            raise ValueError(f"generator {key}={g} differs from the discriminator's {d}: {why}")
+
+
 class ElectraPretrainingConfig(PreTrainedConfig):
     r"""Configuration of :class:`bioelectra.modeling.ElectraPretrainingModel`.
 
@@ -140,13 +151,12 @@ class ElectraPretrainingConfig(PreTrainedConfig):
                 generator_config = copy.deepcopy(discriminator_config)
             elif isinstance(generator_config, dict):
                 generator_config = ElectraConfig(**generator_config)
-            for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"):
-                g, d = getattr(generator_config, key), getattr(discriminator_config, key)
-                if g != d:
-                    raise ValueError(
-                        f"generator {key}={g} differs from the discriminator's {d}: untied_generator=False "
-                        "shares the whole encoder, so both must have the same shape"
-                    )
+            _require_same_fields(
+                generator_config,
+                discriminator_config,
+                ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"),
+                "untied_generator=False shares the whole encoder, so both must have the same shape",
+            )
         elif generator_config is None:
             generator_config = generator_config_from_discriminator(
                 discriminator_config,
@@ -160,13 +170,13 @@ class ElectraPretrainingConfig(PreTrainedConfig):
         if not 0.0 < mask_prob < 1.0:
             raise ValueError(f"mask_prob={mask_prob}: expected a fraction in (0, 1)")
         if not untied_generator_embeddings:
-            for key in ("vocab_size", "embedding_size", "max_position_embeddings", "type_vocab_size"):
-                g, d = getattr(generator_config, key), getattr(discriminator_config, key)
-                if g != d:
-                    raise ValueError(
-                        f"generator {key}={g} differs from the discriminator's {d}: shared embeddings "
-                        "need the same shape (untied_generator_embeddings=True gives the generator its own)"
-                    )
+            _require_same_fields(
+                generator_config,
+                discriminator_config,
+                ("vocab_size", "embedding_size", "max_position_embeddings", "type_vocab_size"),
+                "shared embeddings need the same shape (untied_generator_embeddings=True gives the generator "
+                "its own)",
+            )
         # The sub-models never tie on their own: every tie is declared once, on the joint model.
         discriminator_config.tie_word_embeddings = False
         generator_config.tie_word_embeddings = False

@@ -181,7 +181,7 @@ class ElectraPretrainingModel(PreTrainedModel):
             config.generator_config._attn_implementation = attn
         self.generator = ElectraForMaskedLM(config.generator_config)
         self.discriminator = ElectraForPreTraining(config.discriminator_config)
-        if not getattr(config, "untied_generator", True):
+        if not config.untied_generator:
             # original run_pretraining.py with untied_generator=False: the generator is built in the
             # discriminator's variable scope, so it *is* the discriminator's transformer
             self.generator.electra = self.discriminator.electra
@@ -352,22 +352,20 @@ class ElectraPretrainingModel(PreTrainedModel):
         missing, unexpected = model.discriminator.load_state_dict(discriminator.state_dict(), strict=False)
         _check_keys("discriminator", missing, unexpected)
         gen_state = dict(generator.state_dict())
+        # what the generator takes from the discriminator: its whole encoder (untied_generator=False) or
+        # its embeddings (the default); the output layer then ties to the shared word embeddings
         if not config.untied_generator:
-            # the generator's encoder is the discriminator's: only its masked-LM head is its own
-            gen_state = {k: v for k, v in gen_state.items() if not k.startswith("electra.")}
-            gen_state.pop("generator_lm_head.weight", None)
+            shared = "electra."
         elif not config.untied_generator_embeddings:
-            gen_state = {k: v for k, v in gen_state.items() if not k.startswith("electra.embeddings.")}
+            shared = "electra.embeddings."
+        else:
+            shared = None
+        if shared is not None:
+            gen_state = {k: v for k, v in gen_state.items() if not k.startswith(shared)}
             gen_state.pop("generator_lm_head.weight", None)
         missing, unexpected = model.generator.load_state_dict(gen_state, strict=False)
-        if not config.untied_generator:
-            missing = [k for k in missing if not k.startswith("electra.") and k != "generator_lm_head.weight"]
-        elif not config.untied_generator_embeddings:
-            missing = [
-                k
-                for k in missing
-                if not k.startswith("electra.embeddings.") and k != "generator_lm_head.weight"
-            ]
+        if shared is not None:
+            missing = [k for k in missing if not k.startswith(shared) and k != "generator_lm_head.weight"]
         _check_keys("generator", missing, unexpected)
         model.tie_weights()
         return model

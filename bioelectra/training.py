@@ -718,7 +718,7 @@ def load_pretraining_model(path: str | os.PathLike, **config_overrides: Any) -> 
     ):
         model = ElectraPretrainingModel.from_pretrained(str(path))
         for layout in ("untied_generator_embeddings", "untied_generator"):
-            saved = getattr(model.config, layout, True if layout == "untied_generator" else False)
+            saved = getattr(model.config, layout)
             wanted = config_overrides.pop(layout, saved)
             if wanted != saved:
                 raise ValueError(

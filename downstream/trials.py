@@ -27,6 +27,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -257,6 +258,17 @@ def _loss_items(inputs: dict[str, Any]) -> int:
     return int(labels.ne(-100).sum())
 
 
+#: Parameter names of encoder layer i, and of the embedding block (and its projection), in ELECTRA/BERT models.
+_ENCODER_LAYER = re.compile(r"(?:^|\.)encoder\.layer\.(\d+)\.")
+_EMBEDDINGS = re.compile(r"(?:^|\.)embeddings(?:_project)?\.")
+
+
+def check_layerwise_lr_decay(decay: float) -> None:
+    """Raises ``ValueError`` unless ``decay`` is a factor in (0, 1]."""
+    if not 0.0 < decay <= 1.0:
+        raise ValueError(f"layerwise_lr_decay={decay}: expected a factor in (0, 1]")
+
+
 def layerwise_lr_scales(model, decay: float) -> dict[str, float]:
     """Learning-rate factor of each trainable parameter of an ELECTRA/BERT-style fine-tuning model.
 
@@ -276,20 +288,16 @@ def layerwise_lr_scales(model, decay: float) -> dict[str, float]:
     Raises:
         ValueError: ``decay`` outside (0, 1].
     """
-    import re
-
-    if not 0.0 < decay <= 1.0:
-        raise ValueError(f"layerwise_lr_decay={decay}: expected a factor in (0, 1]")
+    check_layerwise_lr_decay(decay)
     num_layers = model.config.num_hidden_layers
-    layer = re.compile(r"(?:^|\.)encoder\.layer\.(\d+)\.")
     scales = {}
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
-        match = layer.search(name)
+        match = _ENCODER_LAYER.search(name)
         if match:
             depth = int(match.group(1)) + 1
-        elif re.search(r"(?:^|\.)embeddings(?:_project)?\.", name):
+        elif _EMBEDDINGS.search(name):
             depth = 0
         else:
             depth = num_layers + 2
@@ -566,8 +574,7 @@ def run_trials(settings: FinetuneSettings) -> dict[str, Any]:
         DownstreamError: bad data, missing dataset, unusable checkpoint.
     """
     check_metric(settings.metric)
-    if not 0.0 < settings.layerwise_lr_decay <= 1.0:
-        raise ValueError(f"layerwise_lr_decay={settings.layerwise_lr_decay}: expected a factor in (0, 1]")
+    check_layerwise_lr_decay(settings.layerwise_lr_decay)
     output_dir = Path(settings.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     files = _resolve_files(settings)

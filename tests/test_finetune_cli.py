@@ -90,6 +90,11 @@ def test_finetune_cli_errors_are_clear(tmp_path, tiny_checkpoint):
     )
     assert result.exit_code == 2
     assert "test.tsv:1: expected 'token<TAB>tag'" in result.output.replace("\n", "")
+    # a layer-wise decay of 0 is refused before any preset checkpoint is built in the output folder
+    result = runner.invoke(app, ["finetune", "--data-dir", str(FIXTURES / "ner-tiny"), "--layerwise-lr-decay", "0",
+                                 "--output-dir", str(tmp_path / "d")])
+    assert result.exit_code == 2 and "layerwise_lr_decay=0.0: expected a factor in (0, 1]" in result.output
+    assert not (tmp_path / "d").exists()
 
 
 def test_finetune_script_runs_from_a_checkout():
