@@ -90,7 +90,8 @@ def train_wordpiece_vocab(
 
     Args:
         corpus_dir: corpus directory or file (any format ``iter_documents`` reads).
-        output_dir: gets ``vocab.txt`` (special tokens on lines 1-5) and ``tokenizer.json``,
+        output_dir: gets ``vocab.txt`` (special tokens on lines 1-5, then the other entries sorted, so the
+            same entries always get the same token ids) and ``tokenizer.json``,
             ``tokenizer_config.json``, ``special_tokens_map.json``; written in a temporary directory and
             moved into place, so an interrupted run leaves no half-written vocabulary.
         vocab_size: entries in ``vocab.txt``, special tokens included (an upper bound: a small corpus gives
@@ -137,9 +138,15 @@ def train_wordpiece_vocab(
     try:
         wp.save_model(str(tmp))
         vocab_file = tmp / "vocab.txt"
-        head = vocab_file.read_text(encoding="utf-8").splitlines()[: len(SPECIAL_TOKENS)]
+        entries = vocab_file.read_text(encoding="utf-8").splitlines()
+        head = entries[: len(SPECIAL_TOKENS)]
         if tuple(head) != SPECIAL_TOKENS:  # tokenizers' trainer puts special tokens first, in order
             raise RuntimeError(f"trained vocabulary starts with {head}, expected {list(SPECIAL_TOKENS)}")
+        # The trainer does not return its entries in the same order on every run (its "##" alphabet comes out
+        # of a hash map, and merges of equal count swap places), and the order is the token ids. Sorting the
+        # non-special entries makes the ids a function of the entries alone. (When merges of equal count
+        # straddle the vocab_size cut-off, the entries themselves can differ between runs.)
+        vocab_file.write_text("\n".join([*head, *sorted(entries[len(SPECIAL_TOKENS):])]) + "\n", encoding="utf-8")
         save_tokenizer_files(vocab_file, tmp, do_lower_case=do_lower_case, strip_accents=strip_accents)
         if output_dir.exists():
             for child in tmp.iterdir():

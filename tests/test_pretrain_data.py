@@ -640,3 +640,23 @@ def test_lower_casing_with_a_cased_vocabulary_warns(tmp_path, caplog):
     with caplog.at_level("WARNING", logger="bioelectra.data"):
         build_pretraining_data(_settings(corpus, vocab, tmp_path / "cased", do_lower_case=False))
     assert not any("capital letters" in r.getMessage() for r in caplog.records)
+
+
+def test_trained_vocabulary_is_written_in_a_canonical_order(tmp_path):
+    """tokenizers' WordPiece trainer orders its "##" alphabet by hash, so its order (the token ids of
+    build-data) changes between runs; vocab.txt is written as the special tokens, then the rest sorted."""
+    from bioelectra.vocab import train_wordpiece_vocab
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shutil.copy(FIXTURES / "pubmed_sample.xml", corpus / "pubmed.xml")
+    summary = train_wordpiece_vocab(corpus, tmp_path / "vocab", vocab_size=300, min_frequency=1)
+    entries = Path(summary["vocab_file"]).read_text(encoding="utf-8").splitlines()
+    assert entries[: len(SPECIAL_TOKENS)] == list(SPECIAL_TOKENS)
+    assert entries[len(SPECIAL_TOKENS):] == sorted(entries[len(SPECIAL_TOKENS):])
+    assert len(entries) == len(set(entries)) == summary["vocab_size"] > 100
+    assert any(e.startswith("##") for e in entries) and any(len(e) > 3 and not e.startswith("#") for e in entries)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "vocab")
+    assert tokenizer.convert_ids_to_tokens(list(range(len(entries)))) == entries
