@@ -89,7 +89,7 @@ class Iob1Policy(StrEnum):
     reject = "reject"
 
 
-DEFAULT_CKPT = "electra-small"
+DEFAULT_CKPT = "bioelectra-mini"
 
 
 @app.command("finetune")
@@ -106,9 +106,10 @@ def finetune(
     ckpt: Annotated[
         str,
         typer.Option(
-            help="Checkpoint: a local save_pretrained directory, a hub id (needs a network), an original "
-            "TensorFlow ELECTRA checkpoint directory, or a size preset electra-small|electra-base|electra-large "
-            "(randomly initialised, untrained encoder).",
+            help="Checkpoint: bioelectra-mini (the small pre-trained discriminator shipped with the package), "
+            "a local save_pretrained directory, a hub id (needs a network), an original TensorFlow ELECTRA "
+            "checkpoint directory, or an untrained encoder: a size preset electra-small|electra-base|electra-large "
+            "or bioelectra-mini-untrained (bioelectra-mini's shape and tokenizer, random weights).",
         ),
     ] = DEFAULT_CKPT,
     output_dir: Annotated[
@@ -255,16 +256,25 @@ def _parse_folds(folds: str, settings) -> list[int]:
 def _resolve_checkpoint(ckpt: str, output_dir: Path) -> str:
     """Turn ``--ckpt`` into something ``from_pretrained`` loads: a directory or a hub id.
 
-    A size preset is built (randomly initialised) under ``output_dir/init-<preset>``. An original TensorFlow
+    A shipped model (``bioelectra-mini``) resolves to its directory inside the package. A size preset or an
+    untrained twin is built (randomly initialised) under ``output_dir/init-<preset>``. An original TensorFlow
     checkpoint directory is converted (discriminator) once into ``output_dir/converted-discriminator``.
     """
-    from bioelectra.presets import PRESETS, build_preset_checkpoint
+    from bioelectra.presets import (
+        PRESETS,
+        SHIPPED_MODELS,
+        UNTRAINED_TWINS,
+        build_preset_checkpoint,
+        shipped_model_dir,
+    )
     from bioelectra.tf_checkpoint import convert_tf_checkpoint, find_checkpoint, is_tf_checkpoint_dir
 
-    if ckpt in PRESETS:
+    if ckpt in SHIPPED_MODELS:
+        return str(shipped_model_dir(ckpt))
+    if ckpt in PRESETS or ckpt in UNTRAINED_TWINS:
         target = output_dir / f"init-{ckpt}"
         console.print(
-            f"[bold yellow]warning:[/] --ckpt {ckpt} is a size preset: the encoder is randomly initialised and "
+            f"[bold yellow]warning:[/] --ckpt {ckpt} is an untrained preset: the encoder is randomly initialised and "
             "UNTRAINED, so scores show what the fine-tuning data alone teaches. Pass a pre-trained checkpoint for real results."
         )
         return str(build_preset_checkpoint(ckpt, target))
@@ -284,7 +294,8 @@ def _resolve_checkpoint(ckpt: str, output_dir: Path) -> str:
     if ckpt.count("/") == 1 and not ckpt.startswith((".", "/")):
         return ckpt  # a hub id: loaded (and, offline, refused quickly) by the downstream loader
     raise FileNotFoundError(
-        f"--ckpt {ckpt}: no such directory, not a preset ({', '.join(PRESETS)}) and not a hub id (owner/name)"
+        f"--ckpt {ckpt}: no such directory, not a shipped model ({', '.join(SHIPPED_MODELS)}), not a preset "
+        f"({', '.join([*PRESETS, *UNTRAINED_TWINS])}) and not a hub id (owner/name)"
     )
 
 

@@ -8,6 +8,7 @@ WordPiece vocabulary shipped in ``bioelectra/assets`` (see its NOTICE.md).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -46,6 +47,14 @@ ELECTRA_SIZES: dict[str, dict[str, int]] = {
 #: ``--ckpt`` names that build an untrained model of an original size.
 PRESETS: dict[str, str] = {"electra-small": "small", "electra-base": "base", "electra-large": "large"}
 
+#: Pre-trained discriminators shipped inside the package (``bioelectra/assets/models/<name>``, with a model
+#: card), loaded offline by name: ``--ckpt bioelectra-mini``.
+SHIPPED_MODELS: tuple[str, ...] = ("bioelectra-mini",)
+
+#: ``--ckpt`` names that build a randomly initialised model with a shipped model's shape and tokenizer: the
+#: "no pre-training" control of a comparison run with the same command.
+UNTRAINED_TWINS: dict[str, str] = {"bioelectra-mini-untrained": "bioelectra-mini"}
+
 #: Bio-ELECTRA's vocabulary is cased (its pre-training configs set do_lower_case false).
 BIO_ELECTRA_VOCAB_LOWER_CASE = False
 
@@ -53,6 +62,24 @@ BIO_ELECTRA_VOCAB_LOWER_CASE = False
 def bio_electra_vocab_file() -> Path:
     """Path of the shipped Bio-ELECTRA ``vocab.txt`` (31,620 WordPiece entries, cased)."""
     return Path(str(resources.files("bioelectra") / "assets" / "vocab" / "bio-electra-pmc2017" / "vocab.txt"))
+
+
+def shipped_model_dir(name: str) -> Path:
+    """Directory of a shipped pre-trained model (``save_pretrained`` layout, tokenizer files, README.md).
+
+    Usable with any ``from_pretrained``, e.g.
+    ``AutoModelForTokenClassification.from_pretrained(shipped_model_dir("bioelectra-mini"), num_labels=3)``.
+
+    Raises:
+        ValueError: ``name`` is not in :data:`SHIPPED_MODELS`.
+        FileNotFoundError: the package was installed without its model files.
+    """
+    if name not in SHIPPED_MODELS:
+        raise ValueError(f"unknown shipped model {name!r}; expected one of {list(SHIPPED_MODELS)}")
+    path = Path(str(resources.files("bioelectra") / "assets" / "models" / name))
+    if not (path / "config.json").is_file() or not (path / "model.safetensors").is_file():
+        raise FileNotFoundError(f"{path}: the shipped model {name} is missing (config.json, model.safetensors)")
+    return path
 
 
 def load_wordpiece_tokenizer(vocab_file: str | os.PathLike, *, do_lower_case: bool, strip_accents: bool | None = None):
@@ -112,11 +139,13 @@ def preset_config(size: str, *, vocab_size: int, **overrides):
 def build_preset_checkpoint(name: str, output_dir: str | os.PathLike, *, seed: int = 0) -> Path:
     """Write a randomly initialised ``ElectraForPreTraining`` of preset ``name`` with tokenizer files.
 
-    The directory is reused when it already holds the same preset. It is written under a temporary name
-    and renamed, so an interrupted build leaves nothing behind.
+    ``name`` is an original size (:data:`PRESETS`, Bio-ELECTRA vocabulary) or the untrained twin of a
+    shipped model (:data:`UNTRAINED_TWINS`: its configuration and tokenizer, fresh weights). The directory is
+    reused when it already holds the same preset. It is written under a temporary name and renamed, so an
+    interrupted build leaves nothing behind.
 
     Args:
-        name: ``electra-small``, ``electra-base`` or ``electra-large``.
+        name: ``electra-small``, ``electra-base``, ``electra-large`` or ``bioelectra-mini-untrained``.
         output_dir: target directory.
         seed: seed of the random initialisation (the same seed gives the same weights).
 
@@ -127,19 +156,31 @@ def build_preset_checkpoint(name: str, output_dir: str | os.PathLike, *, seed: i
         ValueError: unknown preset name.
     """
     import torch
-    from transformers import ElectraForPreTraining
+    from transformers import AutoTokenizer, ElectraConfig, ElectraForPreTraining
 
-    if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; expected one of {sorted(PRESETS)}")
+    if name not in PRESETS and name not in UNTRAINED_TWINS:
+        raise ValueError(f"unknown preset {name!r}; expected one of {sorted(PRESETS) + sorted(UNTRAINED_TWINS)}")
     output_dir = Path(output_dir)
     marker = output_dir / "bioelectra_preset.json"
-    stamp = {"preset": name, "seed": seed, "vocab": "bio-electra-pmc2017"}
+    if name in PRESETS:
+        stamp = {"preset": name, "seed": seed, "vocab": "bio-electra-pmc2017"}
+    else:
+        # the shipped configuration's hash: a twin built for an older shipped model is rebuilt
+        source_config = shipped_model_dir(UNTRAINED_TWINS[name]) / "config.json"
+        stamp = {"preset": name, "seed": seed, "shape_of": UNTRAINED_TWINS[name],
+                 "config_sha256": hashlib.sha256(source_config.read_bytes()).hexdigest()}
     if marker.is_file() and json.loads(marker.read_text()) == stamp:
         return output_dir
-    tokenizer = load_wordpiece_tokenizer(bio_electra_vocab_file(), do_lower_case=BIO_ELECTRA_VOCAB_LOWER_CASE)
-    config = preset_config(PRESETS[name], vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id)
+    if name in PRESETS:
+        tokenizer = load_wordpiece_tokenizer(bio_electra_vocab_file(), do_lower_case=BIO_ELECTRA_VOCAB_LOWER_CASE)
+        config = preset_config(PRESETS[name], vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id)
+    else:
+        source = shipped_model_dir(UNTRAINED_TWINS[name])
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        config = ElectraConfig.from_pretrained(source)
+        config.dtype = "float32"
     torch.manual_seed(seed)
-    model = ElectraForPreTraining(config)
+    model = ElectraForPreTraining(config).float()
     output_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
     try:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The CPU pre-training run 7 of docs/bioelectra-mini.md (bioelectra-mini; not shipped: see that page), from
-# the project's shared corpus, then its comparison with an untrained twin.
+# bioelectra-mini, the pre-trained discriminator shipped in bioelectra/assets/models/bioelectra-mini (run 7
+# of docs/bioelectra-mini.md), from the project's shared corpus, then its comparison with an untrained twin.
 #
 # Run from the repository root with the package's environment active (`make venv`, then
 # `. .venv/bin/activate`) and ../shared beside the checkout. About 80 minutes on a 2-core CPU, almost all
@@ -21,11 +21,23 @@ python recipes/shared_corpus.py --subset abstracts --output-dir "$WORK/corpus"
 #    vocabulary gives each embedding row about four times the updates of Bio-ELECTRA's 31,620 entries in
 #    the same tokens, and makes the generator's softmax four times cheaper.
 bioelectra pretrain build-vocab --corpus-dir "$WORK/corpus" --output-dir "$WORK/vocab" --vocab-size 8192
+#    The shipped model's token ids follow the order in which the tokenizers trainer returned these entries
+#    when it was made; build-vocab now sorts them, because that order changes between runs. The entries are
+#    the same (checked here), so step 3 reads the shipped vocab.txt and the examples, and then the whole
+#    run, are the shipped model's exactly. VOCAB_FILE="$WORK/vocab/vocab.txt" trains the same model with
+#    sorted ids instead.
+SHIPPED_VOCAB=bioelectra/assets/models/bioelectra-mini/vocab.txt
+if cmp -s <(LC_ALL=C sort "$WORK/vocab/vocab.txt") <(LC_ALL=C sort "$SHIPPED_VOCAB"); then
+  echo "vocabulary: the same 8,192 entries as $SHIPPED_VOCAB"
+else
+  echo "warning: $WORK/vocab/vocab.txt has other entries than $SHIPPED_VOCAB" >&2
+fi
+VOCAB_FILE=${VOCAB_FILE:-$SHIPPED_VOCAB}
 
 # 3. Examples: 128-token packed examples as the original build_pretraining_dataset.py; 1% of the documents
 #    are held out for the pre-training metrics (about 15 s).
 bioelectra pretrain build-data --corpus-dir "$WORK/corpus" --output-dir "$WORK/data" \
-  --vocab-file "$WORK/vocab/vocab.txt" --do-lower-case --max-seq-length 128 --seed 42
+  --vocab-file "$VOCAB_FILE" --do-lower-case --max-seq-length 128 --seed 42
 
 # 4. Pre-train (hparams.json beside this file): hidden 128, 4 layers, 2 heads, FFN 512, no dropout, all
 #    weights of generator and discriminator tied (untied_generator false), learning rate 1e-3, 7,000 steps
@@ -38,9 +50,13 @@ bioelectra pretrain train --data-dir "$WORK/data" --output-dir "$WORK/run" --mod
 bioelectra pretrain eval --model-dir "$WORK/run" --output "$WORK/eval.json"
 bioelectra pretrain export --model-dir "$WORK/run" --output-dir "$WORK/export" --dtype float16
 
+#    The shipped model is export/discriminator: config.json, model.safetensors, tokenizer.json,
+#    tokenizer_config.json (model_max_length set to 512) and vocab.txt, with a model card (README.md).
+
 # 6. Fine-tune it on NCBI-disease beside its untrained twin (the same configuration and tokenizer with
-#    fresh seed-0 float32 weights) with the README's main command, then the frozen-feature linear probe of
-#    both: the comparison of docs/bioelectra-mini.md.
+#    fresh seed-0 float32 weights: `--ckpt bioelectra-mini-untrained` builds the same for the shipped model)
+#    with the README's main command, then the frozen-feature linear probe of both: the comparison of the
+#    README and docs/bioelectra-mini.md.
 python - "$WORK/export/discriminator" "$WORK/untrained-twin" <<'EOF'
 import sys
 
@@ -55,7 +71,7 @@ ElectraForPreTraining(config).float().save_pretrained(target)
 AutoTokenizer.from_pretrained(source).save_pretrained(target)
 EOF
 for ckpt in export/discriminator untrained-twin; do
-  bioelectra finetune --loader ner --dataset ncbi-disease --trials 3 --epochs 1 --learning-rate 3e-4 \
+  bioelectra finetune --loader ner --dataset ncbi-disease --trials 3 --epochs 3 --learning-rate 1e-3 \
     --ckpt "$WORK/$ckpt" --output-dir "$WORK/finetune-ncbi-${ckpt%%/*}"
   python "$HERE/linear_probe.py" --ckpt "$WORK/$ckpt" > "$WORK/linear-probe-${ckpt%%/*}.json"
 done
