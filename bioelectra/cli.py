@@ -123,7 +123,17 @@ def finetune(
     ] = True,
     trials: Annotated[int, typer.Option(min=1, help="Number of fine-tuning runs, with seeds seed, seed+1, ...")] = 1,
     epochs: Annotated[float, typer.Option(min=0.0, help="Training epochs per trial.")] = 3.0,
-    learning_rate: Annotated[float, typer.Option("--learning-rate", "--learning_rate", "--lr", help="Peak learning rate (linear warmup, then linear decay).")] = 1e-4,
+    learning_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--learning-rate",
+            "--learning_rate",
+            "--lr",
+            show_default=False,
+            help="Peak learning rate (linear warmup, then linear decay). Default: 1e-3 for bioelectra-mini and "
+            "bioelectra-mini-untrained (the rate of their comparison), 1e-4 (ELECTRA's fine-tuning default) otherwise.",
+        ),
+    ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", "--batch_size", min=1, help="Training batch size per device.")] = 32,
     eval_batch_size: Annotated[int, typer.Option("--eval-batch-size", "--eval_batch_size", min=1, help="Evaluation batch size per device.")] = 64,
     layerwise_lr_decay: Annotated[
@@ -196,6 +206,11 @@ def finetune(
     try:
         check_layerwise_lr_decay(layerwise_lr_decay)  # before any checkpoint is built or converted
         model_path = _resolve_checkpoint(ckpt, out)
+        if learning_rate is None:
+            from bioelectra.presets import default_learning_rate
+
+            learning_rate = default_learning_rate(ckpt)
+            console.print(f"learning rate {learning_rate:g} (the default for --ckpt {ckpt}; set --learning-rate to change it)")
         settings = FinetuneSettings(
             task=loader.value,
             dataset=dataset,

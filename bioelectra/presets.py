@@ -55,6 +55,15 @@ SHIPPED_MODELS: tuple[str, ...] = ("bioelectra-mini",)
 #: "no pre-training" control of a comparison run with the same command.
 UNTRAINED_TWINS: dict[str, str] = {"bioelectra-mini-untrained": "bioelectra-mini"}
 
+#: ``finetune``'s learning rate for a shipped model and its untrained twin when ``--learning-rate`` is not
+#: given: the rate of the model card's comparison (a 128-wide encoder wants more than Base-size models'
+#: 1e-4; docs/bioelectra-mini.md, "The fine-tuning learning rate").
+SHIPPED_MODEL_LEARNING_RATES: dict[str, float] = {"bioelectra-mini": 1e-3}
+
+#: ``finetune``'s learning rate for any other checkpoint: ELECTRA's fine-tuning default
+#: (``configure_finetuning.py``, ``learning_rate=1e-4``).
+DEFAULT_FINETUNE_LEARNING_RATE = 1e-4
+
 #: Bio-ELECTRA's vocabulary is cased (its pre-training configs set do_lower_case false).
 BIO_ELECTRA_VOCAB_LOWER_CASE = False
 
@@ -62,6 +71,16 @@ BIO_ELECTRA_VOCAB_LOWER_CASE = False
 def bio_electra_vocab_file() -> Path:
     """Path of the shipped Bio-ELECTRA ``vocab.txt`` (31,620 WordPiece entries, cased)."""
     return Path(str(resources.files("bioelectra") / "assets" / "vocab" / "bio-electra-pmc2017" / "vocab.txt"))
+
+
+def default_learning_rate(ckpt: str) -> float:
+    """``finetune``'s peak learning rate for ``--ckpt ckpt`` when none is given.
+
+    A shipped model and its untrained twin get the same rate (:data:`SHIPPED_MODEL_LEARNING_RATES`), so
+    that the default command compares them fairly; anything else gets :data:`DEFAULT_FINETUNE_LEARNING_RATE`.
+    """
+    shipped = UNTRAINED_TWINS.get(ckpt, ckpt)
+    return SHIPPED_MODEL_LEARNING_RATES.get(shipped, DEFAULT_FINETUNE_LEARNING_RATE)
 
 
 def shipped_model_dir(name: str) -> Path:

@@ -310,3 +310,11 @@ def test_layerwise_lr_decay_follows_the_original_rule(tmp_path, tiny_checkpoint)
     plain.create_optimizer()
     assert {g["lr"] for g in plain.optimizer.param_groups} == {1e-3}
     assert isinstance(plain.optimizer, torch.optim.Optimizer)
+
+
+def test_finetune_default_learning_rate_for_a_checkpoint_directory(tmp_path, tiny_checkpoint):
+    """Without --learning-rate, a checkpoint directory gets ELECTRA's fine-tuning default 1e-4."""
+    out = tmp_path / "run"
+    _finetune(["--loader", "ner", "--data-dir", str(FIXTURES / "ner-tiny"), "--ckpt", str(tiny_checkpoint),
+               "--max-steps", "1", "--batch-size", "2", "--max-seq-length", "16", "--output-dir", str(out)])
+    assert json.loads((out / "results.json").read_text())["settings"]["learning_rate"] == 1e-4

@@ -155,6 +155,8 @@ def test_finetune_defaults_to_bioelectra_mini(tmp_path):
     report = json.loads((out / "results.json").read_text())
     assert report["checkpoint"] == "bioelectra-mini"
     assert report["settings"]["checkpoint"] == str(shipped_model_dir("bioelectra-mini"))
+    assert report["settings"]["learning_rate"] == 1e-3  # the shipped model's default rate
+    assert "learning rate 0.001 (the default for --ckpt bioelectra-mini" in " ".join(result.output.split())
     assert not list(out.glob("init-*"))
     assert 0.0 <= report["trials"][0]["test"]["f1"] <= 1.0
 
@@ -176,3 +178,12 @@ def test_untrained_twin_follows_the_shipped_configuration(tmp_path, monkeypatch)
     monkeypatch.setattr(presets, "shipped_model_dir", lambda name: changed)
     second = presets.build_preset_checkpoint("bioelectra-mini-untrained", target)
     assert json.loads((second / "config.json").read_text())["num_hidden_layers"] == 2
+
+
+def test_default_learning_rate_is_shared_by_the_shipped_model_and_its_twin():
+    from bioelectra.presets import DEFAULT_FINETUNE_LEARNING_RATE, default_learning_rate
+
+    assert default_learning_rate("bioelectra-mini") == default_learning_rate("bioelectra-mini-untrained") == 1e-3
+    assert DEFAULT_FINETUNE_LEARNING_RATE == 1e-4
+    for other in ("electra-small", "path/to/checkpoint", "/abs/dir", "owner/model"):
+        assert default_learning_rate(other) == DEFAULT_FINETUNE_LEARNING_RATE
