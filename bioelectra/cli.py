@@ -129,6 +129,7 @@ def finetune(
             "--learning-rate",
             "--learning_rate",
             "--lr",
+            min=0.0,
             show_default=False,
             help="Peak learning rate (linear warmup, then linear decay). Default: 1e-3 for bioelectra-mini and "
             "bioelectra-mini-untrained (the rate of their comparison), 1e-4 (ELECTRA's fine-tuning default) otherwise.",

@@ -159,7 +159,7 @@ def build_preset_checkpoint(name: str, output_dir: str | os.PathLike, *, seed: i
     """Write a randomly initialised ``ElectraForPreTraining`` of preset ``name`` with tokenizer files.
 
     ``name`` is an original size (:data:`PRESETS`, Bio-ELECTRA vocabulary) or the untrained twin of a
-    shipped model (:data:`UNTRAINED_TWINS`: its configuration and tokenizer, fresh weights). The directory is
+    shipped model (:data:`UNTRAINED_TWINS`, built by :func:`build_untrained_twin`). The directory is
     reused when it already holds the same preset. It is written under a temporary name and renamed, so an
     interrupted build leaves nothing behind.
 
@@ -174,30 +174,66 @@ def build_preset_checkpoint(name: str, output_dir: str | os.PathLike, *, seed: i
     Raises:
         ValueError: unknown preset name.
     """
-    import torch
-    from transformers import AutoTokenizer, ElectraConfig, ElectraForPreTraining
-
-    if name not in PRESETS and name not in UNTRAINED_TWINS:
+    if name in UNTRAINED_TWINS:
+        return build_untrained_twin(shipped_model_dir(UNTRAINED_TWINS[name]), output_dir, seed=seed)
+    if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; expected one of {sorted(PRESETS) + sorted(UNTRAINED_TWINS)}")
     output_dir = Path(output_dir)
-    marker = output_dir / "bioelectra_preset.json"
-    if name in PRESETS:
-        stamp = {"preset": name, "seed": seed, "vocab": "bio-electra-pmc2017"}
-    else:
-        # the shipped configuration's hash: a twin built for an older shipped model is rebuilt
-        source_config = shipped_model_dir(UNTRAINED_TWINS[name]) / "config.json"
-        stamp = {"preset": name, "seed": seed, "shape_of": UNTRAINED_TWINS[name],
-                 "config_sha256": hashlib.sha256(source_config.read_bytes()).hexdigest()}
-    if marker.is_file() and json.loads(marker.read_text()) == stamp:
+    stamp = {"preset": name, "seed": seed, "vocab": "bio-electra-pmc2017"}
+    if _holds_stamp(output_dir, stamp):
         return output_dir
-    if name in PRESETS:
-        tokenizer = load_wordpiece_tokenizer(bio_electra_vocab_file(), do_lower_case=BIO_ELECTRA_VOCAB_LOWER_CASE)
-        config = preset_config(PRESETS[name], vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id)
-    else:
-        source = shipped_model_dir(UNTRAINED_TWINS[name])
-        tokenizer = AutoTokenizer.from_pretrained(source)
-        config = ElectraConfig.from_pretrained(source)
-        config.dtype = "float32"
+    tokenizer = load_wordpiece_tokenizer(bio_electra_vocab_file(), do_lower_case=BIO_ELECTRA_VOCAB_LOWER_CASE)
+    config = preset_config(PRESETS[name], vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id)
+    return _write_untrained_checkpoint(config, tokenizer, stamp, output_dir, seed=seed)
+
+
+def build_untrained_twin(source: str | os.PathLike, output_dir: str | os.PathLike, *, seed: int = 0) -> Path:
+    """Write the "no pre-training" control of a checkpoint: its configuration and tokenizer, fresh weights.
+
+    The weights are ``ElectraForPreTraining``'s initialisation after ``torch.manual_seed(seed)``, in float32
+    whatever the source's storage dtype. The directory is reused when it already holds the twin of the same
+    configuration (SHA-256 of ``config.json``) and seed, and is written under a temporary name and renamed.
+
+    Args:
+        source: a ``save_pretrained`` directory of an ELECTRA discriminator, with its tokenizer files.
+        output_dir: target directory.
+        seed: seed of the random initialisation.
+
+    Returns:
+        ``output_dir``.
+
+    Raises:
+        FileNotFoundError: ``source`` has no ``config.json``.
+    """
+    from transformers import AutoTokenizer, ElectraConfig
+
+    source, output_dir = Path(source), Path(output_dir)
+    config_file = source / "config.json"
+    if not config_file.is_file():
+        raise FileNotFoundError(f"{source}: no config.json (expected a save_pretrained checkpoint directory)")
+    stamp = {"untrained_twin_of": source.name, "seed": seed,
+             "config_sha256": hashlib.sha256(config_file.read_bytes()).hexdigest()}
+    if _holds_stamp(output_dir, stamp):
+        return output_dir
+    config = ElectraConfig.from_pretrained(source)
+    config.dtype = "float32"
+    return _write_untrained_checkpoint(config, AutoTokenizer.from_pretrained(source), stamp, output_dir, seed=seed)
+
+
+_STAMP_FILE = "bioelectra_preset.json"
+
+
+def _holds_stamp(output_dir: Path, stamp: dict) -> bool:
+    marker = output_dir / _STAMP_FILE
+    return marker.is_file() and json.loads(marker.read_text()) == stamp
+
+
+def _write_untrained_checkpoint(config, tokenizer, stamp: dict, output_dir: Path, *, seed: int) -> Path:
+    """Initialise ``ElectraForPreTraining(config)`` under ``seed`` and write it, the tokenizer and ``stamp``
+    atomically to ``output_dir`` (replacing what is there)."""
+    import torch
+    from transformers import ElectraForPreTraining
+
     torch.manual_seed(seed)
     model = ElectraForPreTraining(config).float()
     output_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -205,12 +241,12 @@ def build_preset_checkpoint(name: str, output_dir: str | os.PathLike, *, seed: i
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        (tmp / "bioelectra_preset.json").write_text(json.dumps(stamp))
+        (tmp / _STAMP_FILE).write_text(json.dumps(stamp))
         if output_dir.exists():
             shutil.rmtree(output_dir)
         os.replace(tmp, output_dir)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    logger.info("built untrained %s checkpoint (%.1fM parameters) in %s", name, model.num_parameters() / 1e6, output_dir)
+    logger.info("built an untrained checkpoint (%.1fM parameters) in %s", model.num_parameters() / 1e6, output_dir)
     return output_dir

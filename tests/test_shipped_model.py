@@ -187,3 +187,24 @@ def test_default_learning_rate_is_shared_by_the_shipped_model_and_its_twin():
     assert DEFAULT_FINETUNE_LEARNING_RATE == 1e-4
     for other in ("electra-small", "path/to/checkpoint", "/abs/dir", "owner/model"):
         assert default_learning_rate(other) == DEFAULT_FINETUNE_LEARNING_RATE
+
+
+def test_untrained_twin_of_any_checkpoint_directory(tmp_path, tiny_checkpoint):
+    """build_untrained_twin (the recipe's control) keeps the configuration and tokenizer, not the weights."""
+    from safetensors.torch import load_file
+
+    from bioelectra.presets import build_untrained_twin
+
+    # the fixture is itself a seed-0 initialisation: seed 0 gives it back, seed 1 other weights
+    same = build_untrained_twin(tiny_checkpoint, tmp_path / "seed0")
+    key = "electra.encoder.layer.0.attention.self.query.weight"
+    assert torch.equal(load_file(same / "model.safetensors")[key], load_file(tiny_checkpoint / "model.safetensors")[key])
+    twin = build_untrained_twin(tiny_checkpoint, tmp_path / "twin", seed=1)
+    source_config = json.loads((tiny_checkpoint / "config.json").read_text())
+    twin_config = json.loads((twin / "config.json").read_text())
+    assert {k: twin_config[k] for k in ("hidden_size", "num_hidden_layers", "vocab_size")} == {
+        k: source_config[k] for k in ("hidden_size", "num_hidden_layers", "vocab_size")}
+    assert (twin / "tokenizer.json").read_text() == (tiny_checkpoint / "tokenizer.json").read_text()
+    assert not torch.equal(load_file(twin / "model.safetensors")[key], load_file(tiny_checkpoint / "model.safetensors")[key])
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        build_untrained_twin(tmp_path / "missing", tmp_path / "t2")

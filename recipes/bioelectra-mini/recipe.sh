@@ -53,23 +53,12 @@ bioelectra pretrain export --model-dir "$WORK/run" --output-dir "$WORK/export" -
 #    The shipped model is export/discriminator: config.json, model.safetensors, tokenizer.json,
 #    tokenizer_config.json (model_max_length set to 512) and vocab.txt, with a model card (README.md).
 
-# 6. Fine-tune it on NCBI-disease beside its untrained twin (the same configuration and tokenizer with
-#    fresh seed-0 float32 weights: `--ckpt bioelectra-mini-untrained` builds the same for the shipped model)
-#    with the README's main command, then the frozen-feature linear probe of both: the comparison of the
-#    README and docs/bioelectra-mini.md.
-python - "$WORK/export/discriminator" "$WORK/untrained-twin" <<'EOF'
-import sys
-
-import torch
-from transformers import AutoTokenizer, ElectraConfig, ElectraForPreTraining
-
-source, target = sys.argv[1], sys.argv[2]
-config = ElectraConfig.from_pretrained(source)
-config.dtype = "float32"
-torch.manual_seed(0)
-ElectraForPreTraining(config).float().save_pretrained(target)
-AutoTokenizer.from_pretrained(source).save_pretrained(target)
-EOF
+# 6. Fine-tune it on NCBI-disease beside its untrained twin (`build_untrained_twin`: the same configuration
+#    and tokenizer with fresh seed-0 float32 weights; `--ckpt bioelectra-mini-untrained` builds the same for
+#    the shipped model) with the README's main command, then the frozen-feature linear probe of both: the
+#    comparison of the README and docs/bioelectra-mini.md.
+python -c 'import sys; from bioelectra.presets import build_untrained_twin; build_untrained_twin(*sys.argv[1:])' \
+  "$WORK/export/discriminator" "$WORK/untrained-twin"
 for ckpt in export/discriminator untrained-twin; do
   bioelectra finetune --loader ner --dataset ncbi-disease --trials 3 --epochs 3 --learning-rate 1e-3 \
     --ckpt "$WORK/$ckpt" --output-dir "$WORK/finetune-ncbi-${ckpt%%/*}"
