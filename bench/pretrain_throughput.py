@@ -18,6 +18,14 @@ Examples::
     python bench/pretrain_throughput.py    # GPU: small@128 batch 128, base@128 batch 128, base@512 batch 32
     python bench/pretrain_throughput.py --cases small:128 --batch-size 8 --steps 3 --warmup 1   # CPU smoke
     python bench/pretrain_throughput.py --compile --no-baseline
+    python bench/pretrain_throughput.py --cases recipes/bioelectra-small/hparams.json:128:256 --profile 10
+
+A case's size is ``small``, ``base``, ``large`` or the path of a ``pretrain train --hparams`` JSON file (its
+``model_size``, default small, with its model options: ``model_hparam_overrides``, ``generator_hidden_size``,
+``untied_generator`` ...). ``--matmul`` measures the device's bf16 matrix rate (an 8192^3 product, median
+of 10 after 3 warm-ups, random data) and reports ``mfu_measured`` against it beside ``mfu`` (data-sheet
+peak). ``--profile N`` profiles N optimized steps of the first case with ``torch.profiler`` and reports the
+kernels by device time, grouped (matrix products, attention, optimizer, ...).
 
 MFU: model FLOPs per step / step time / the device's dense bf16 peak. Model FLOPs per step (training =
 3 x forward) for each of the generator and the discriminator: ``6 * N_layers_params * tokens`` (encoder
@@ -72,6 +80,108 @@ def model_flops_per_step(config: ElectraPretrainingConfig, batch: int, seq_len: 
     return float(disc + gen)
 
 
+def measured_matmul_flops(device: torch.device, n: int = 8192, repeats: int = 10) -> float:
+    """bf16 FLOP/s of an ``n x n x n`` matrix product on random data: the median of ``repeats`` timed
+    products after 3 warm-ups (CUDA events). The MFU denominator measured on the machine (device README)."""
+    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ b
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        a @ b
+        end.record()
+        torch.cuda.synchronize(device)
+        times.append(start.elapsed_time(end) / 1000.0)
+    times.sort()
+    return 2 * n**3 / times[len(times) // 2]
+
+
+#: Kernel-name fragments -> the group a profiled kernel is counted in (first match wins).
+KERNEL_GROUPS = (
+    ("attention", ("flash", "fmha", "attention", "sdpa", "efficient_attention")),
+    ("matmul", ("gemm", "sm90_xmma", "cutlass", "cublas", "matmul", "wgmma", "nvjet")),
+    ("optimizer", ("multi_tensor", "foreach", "adam", "fused_adam")),
+    ("softmax/cross-entropy", ("softmax", "nll_loss", "cross_entropy", "log_softmax")),
+    ("layer_norm", ("layer_norm", "layernorm")),
+    ("reduction", ("reduce",)),
+    ("copy/cast", ("copy", "cast", "fill", "memcpy", "memset")),
+    ("indexing/sampling", ("index", "gather", "scatter", "embedding", "multinomial", "cumsum", "sort", "randperm", "uniform", "exponential", "bernoulli", "random")),
+    ("elementwise", ("elementwise", "vectorized", "unrolled", "gelu", "dropout")),
+)
+
+
+def kernel_group(name: str) -> str:
+    low = name.lower()
+    return next((group for group, keys in KERNEL_GROUPS if any(k in low for k in keys)), "other")
+
+
+def profile_steps(step_fn, steps: int, device: torch.device, top: int = 15) -> dict:
+    """``torch.profiler`` over ``steps`` calls of ``step_fn``: device time per kernel group and the ``top``
+    kernels, the host (CPU) time of the steps, and the share of the wall time the device was busy."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    torch.cuda.synchronize(device) if device.type == "cuda" else None
+    start = time.perf_counter()
+    with profile(activities=activities) as prof:
+        for i in range(steps):
+            step_fn(i)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    wall = time.perf_counter() - start
+    kernels: dict[str, dict] = {}
+    for evt in prof.events():
+        if evt.device_type.name != "CUDA":
+            continue
+        k = kernels.setdefault(evt.name, {"name": evt.name[:120], "count": 0, "device_seconds": 0.0})
+        k["count"] += 1
+        k["device_seconds"] += evt.device_time / 1e6  # microseconds
+    groups: dict[str, float] = {}
+    for k in kernels.values():
+        groups[kernel_group(k["name"])] = groups.get(kernel_group(k["name"]), 0.0) + k["device_seconds"]
+    busy = sum(groups.values())
+    top_kernels = sorted(kernels.values(), key=lambda k: -k["device_seconds"])[:top]
+    for k in top_kernels:
+        k["device_seconds_per_step"] = round(k.pop("device_seconds") / steps, 6)
+        k["group"] = kernel_group(k["name"])
+    return {
+        "steps": steps,
+        "wall_seconds_per_step": round(wall / steps, 6),
+        "device_busy_seconds_per_step": round(busy / steps, 6),
+        "device_busy_fraction": round(busy / wall, 4) if wall else None,
+        "kernel_launches_per_step": round(sum(k["count"] for k in kernels.values()) / steps, 1),
+        "device_seconds_per_step_by_group": {
+            g: round(t / steps, 6) for g, t in sorted(groups.items(), key=lambda kv: -kv[1])
+        },
+        "top_kernels": top_kernels,
+    }
+
+
+def case_config(size: str, vocab_size: int, seq_len: int, layers: int | None) -> tuple[ElectraPretrainingConfig, str]:
+    """The model of a case: an original size, or a ``pretrain train --hparams`` JSON file's model."""
+    overrides = {"max_position_embeddings": max(512, seq_len)}
+    if size in DEFAULT_BATCH:
+        if layers:
+            overrides["num_hidden_layers"] = layers
+        config = ElectraPretrainingConfig.from_size(
+            size, vocab_size=vocab_size, model_overrides=overrides, mask_prob=0.25 if size == "large" else 0.15
+        )
+        return config, size
+    from bioelectra.training import build_model, parse_hparams_arg, resolve_hparams
+
+    raw = parse_hparams_arg(size)
+    model_size = raw.pop("model_size", "small")
+    hp = resolve_hparams(model_size, raw)
+    hp.model_hparam_overrides = {**overrides, **hp.model_hparam_overrides}
+    if layers:
+        hp.model_hparam_overrides["num_hidden_layers"] = layers
+    config = build_model(model_size, hp, vocab_size=vocab_size, pad_token_id=0).config
+    return config, model_size
+
+
 def make_batches(n: int, batch: int, seq_len: int, vocab: int, mask_prob: float, seed: int) -> list[dict]:
     """``n`` full-length synthetic batches ([CLS] ... [SEP]), masked by the real collator."""
     gen = torch.Generator().manual_seed(seed)
@@ -95,8 +205,11 @@ def run_loop(
     steps: int,
     warmup: int,
     seed: int,
+    profile: int = 0,
+    matmul_flops: float | None = None,
 ) -> dict:
-    """Train ``steps`` timed steps (after ``warmup`` untimed ones); return the figures."""
+    """Train ``steps`` timed steps (after ``warmup`` untimed ones); return the figures (and, with
+    ``profile`` > 0, :func:`profile_steps` over that many more steps)."""
     torch.manual_seed(seed)
     config = ElectraPretrainingConfig.from_dict(config.to_dict())
     config._attn_implementation = "sdpa" if optimized else "eager"
@@ -160,6 +273,10 @@ def run_loop(
         peak = next((v for k, v in PEAK_BF16_FLOPS.items() if k in name), None)
         if peak is not None:
             result["mfu"] = round(flops * steps_per_second / peak, 4)
+        if matmul_flops:
+            result["mfu_measured"] = round(flops * steps_per_second / matmul_flops, 4)
+    if profile > 0:
+        result["profile"] = profile_steps(lambda i: step(warmup + steps + i), profile, device)
     return result
 
 
@@ -197,6 +314,9 @@ def main(argv: list[str] | None = None) -> dict:
         "--layers", type=int, default=None, help="override the discriminator's layers (CPU smoke)"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--matmul", action="store_true", help="CUDA: measure the bf16 matmul rate (MFU denominator)")
+    parser.add_argument("--profile", type=int, default=0, help="profile this many optimized steps of the first case")
+    parser.add_argument("--output", type=Path, default=None, help="also write the JSON report here")
     args = parser.parse_args(argv)
 
     if args.device == "auto":
@@ -211,24 +331,25 @@ def main(argv: list[str] | None = None) -> dict:
         "threads": torch.get_num_threads(),
         "cases": [],
     }
-    for case in args.cases.split(","):
+    matmul_flops = None
+    if args.matmul and device.type == "cuda":
+        matmul_flops = measured_matmul_flops(device)
+        report["measured_bf16_matmul_flops"] = round(matmul_flops, -9)
+    for index, case in enumerate(args.cases.split(",")):
         if device.type == "cuda":
             torch.cuda.empty_cache()
-        size, seq, *rest = case.split(":")
+        size, seq, *rest = case.rsplit(":", 2) if case.count(":") >= 2 else case.split(":")
         seq_len = int(seq)
-        batch = args.batch_size or (int(rest[0]) if rest else DEFAULT_BATCH[size])
-        overrides = {"max_position_embeddings": max(512, seq_len)}
-        if args.layers:
-            overrides["num_hidden_layers"] = args.layers
-        config = ElectraPretrainingConfig.from_size(
-            size,
-            vocab_size=args.vocab_size,
-            model_overrides=overrides,
-            mask_prob=0.25 if size == "large" else 0.15,
-        )
-        batches = make_batches(4, batch, seq_len, args.vocab_size, config.mask_prob, args.seed)
+        config, model_size = case_config(size, args.vocab_size, seq_len, args.layers)
+        batch = args.batch_size or (int(rest[0]) if rest else DEFAULT_BATCH[model_size])
+        batches = make_batches(4, batch, seq_len, config.discriminator_config.vocab_size, config.mask_prob, args.seed)
         entry = {
             "size": size,
+            "discriminator": {
+                k: getattr(config.discriminator_config, k)
+                for k in ("hidden_size", "num_hidden_layers", "intermediate_size", "vocab_size")
+            },
+            "generator_hidden_size": config.generator_config.hidden_size,
             "seq_len": seq_len,
             "batch_size": batch,
             "layers": config.discriminator_config.num_hidden_layers,
@@ -241,7 +362,15 @@ def main(argv: list[str] | None = None) -> dict:
             warmup=args.warmup,
             seed=args.seed,
         )
-        entry["optimized"] = guarded(run_loop, config, batches, optimized=True, **common)
+        entry["optimized"] = guarded(
+            run_loop,
+            config,
+            batches,
+            optimized=True,
+            profile=args.profile if index == 0 else 0,
+            matmul_flops=matmul_flops,
+            **common,
+        )
         if not args.no_baseline:
             entry["naive"] = guarded(run_loop, config, batches, optimized=False, **common)
             if "error" not in entry["optimized"] and "error" not in entry["naive"]:
@@ -250,6 +379,9 @@ def main(argv: list[str] | None = None) -> dict:
         report["cases"].append(entry)
         print(json.dumps(entry), file=sys.stderr, flush=True)
     print(json.dumps(report, indent=2))
+    if args.output is not None:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(report, indent=2) + "\n")
     return report
 
 

@@ -24,6 +24,7 @@ import logging
 import math
 import os
 import re
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,6 +120,10 @@ class PretrainingHparams:
         torch_compile (`bool`, False): ``torch.compile`` the model (GPU).
         pad_to_multiple_of (`int`, 0): pad batches to a multiple of this (8 suits GPUs); 0: no rounding.
         dataloader_num_workers (`int`, 0): data loading worker processes.
+        max_train_seconds (`float`, 0.0): wall-clock budget of this process's training loop in seconds;
+            at the first optimizer step past it, training stops and a checkpoint is saved (the schedule
+            stays the one of ``max_steps``; a re-run resumes towards ``max_steps``). 0: no limit. Not in
+            the original; for leased accelerator time.
     """
 
     mask_prob: float | None = None
@@ -157,6 +162,7 @@ class PretrainingHparams:
     torch_compile: bool = False
     pad_to_multiple_of: int = 0
     dataloader_num_workers: int = 0
+    max_train_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         checks = [
@@ -173,6 +179,7 @@ class PretrainingHparams:
             (self.precision in ("auto", "bf16", "fp32"), "precision", "auto, bf16 or fp32"),
             (self.attn_implementation in ("sdpa", "eager"), "attn_implementation", "sdpa or eager"),
             (isinstance(self.model_hparam_overrides, dict), "model_hparam_overrides", "a JSON object"),
+            (self.max_train_seconds >= 0, "max_train_seconds", ">= 0 (0: no limit)"),
         ]
         for ok, name, expected in checks:
             if not ok:
@@ -524,6 +531,30 @@ class SaveAtEndCallback(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         if state.max_steps and state.global_step >= state.max_steps:
             control.should_save = True
+        return control
+
+
+class DeadlineCallback(TrainerCallback):
+    """Stop training, with a checkpoint, at the first optimizer step after ``seconds`` of wall-clock time
+    since the loop began (``hparams.max_train_seconds``): a run on leased time ends saved, not killed."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = float(seconds)
+        self.start: float | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.start = time.monotonic()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.start is not None and time.monotonic() - self.start >= self.seconds:
+            logger.info(
+                "max_train_seconds=%g reached at step %d of %d: saving and stopping",
+                self.seconds,
+                state.global_step,
+                state.max_steps,
+            )
+            control.should_save = True
+            control.should_training_stop = True
         return control
 
 
@@ -964,7 +995,11 @@ def prepare_pretraining(
         eval_dataset=eval_dataset,
         data_collator=make_collator(data.tokenizer, hp),
         processing_class=data.tokenizer,
-        callbacks=[SaveAtEndCallback(), *callbacks],
+        callbacks=[
+            SaveAtEndCallback(),
+            *([DeadlineCallback(hp.max_train_seconds)] if hp.max_train_seconds > 0 else []),
+            *callbacks,
+        ],
         hparams=hp,
     )
     trainer.remove_callback(PrinterCallback)

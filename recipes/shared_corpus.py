@@ -9,6 +9,7 @@ the end).
 
     python recipes/shared_corpus.py --subset abstracts --output-dir corpus-text/abstracts
     python recipes/shared_corpus.py --subset all --output-dir corpus-text/all --keep-eval-overlap
+    python recipes/shared_corpus.py --subset all --exclude pubmedqa-pqal --output-dir corpus-text/gpu
 
 Subsets:
 
@@ -18,7 +19,12 @@ Subsets:
   (title + abstract; rows without an abstract and repeated abstracts dropped) and the USC PubMed CSV.
 - ``all``: also the full-text sources: CRAFT ``articles/txt``, eLife and PLOS JATS XML (article title,
   abstract, body paragraphs and section titles; tables, figures, references, supplementary material left
-  out).
+  out), and the already-extracted plain text of SOURCES.md section 10: Evidence Inference PMC full texts,
+  the three SumPubMed BMC shards (lower-cased upstream, numbers masked: pair them with an uncased
+  vocabulary) and MedQuAD answers.
+
+``--exclude NAME`` leaves a source out (repeatable): PubMedQA PQA-L is a benchmark now (SOURCES.md 9b), so a
+model evaluated on it is pre-trained with ``--exclude pubmedqa-pqal``.
 
 Evaluation overlap (SOURCES.md 7.0): the second-round sources were already cleaned when they were copied;
 the 13 OHSUMED single-23 documents that overlap NER / RE development or test text and the 30 CRAFT
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import hashlib
 import json
 import shutil
@@ -50,6 +57,23 @@ OHSUMED_SINGLE_23_EVAL_OVERLAP = frozenset(
     }
 )  # fmt: skip
 CRAFT_TEST_IDS_MEMBER = "articles/ids/craft-ids-test.txt"
+#: Source names (the keys of ``.prepare_info.json``'s ``documents``) of each subset, for ``--exclude``.
+SUBSET_SOURCES = {
+    "abstracts": (
+        "ohsumed-single-23", "ohsumed-first20k-extra", "pubmed-abstracts-1mb", "pubmedqa-pqal", "asreview",
+        "pubmed-uscbiostats",
+    ),
+    "all": (
+        "ohsumed-single-23", "ohsumed-first20k-extra", "pubmed-abstracts-1mb", "pubmedqa-pqal", "asreview",
+        "pubmed-uscbiostats", "craft", "elife", "plos", "evidence-inference-pmc", "sumpubmed-bmc", "medquad",
+    ),
+}  # fmt: skip
+#: SOURCES.md section 10: gzip'd plain text already in build-data's format (a blank line between documents).
+PLAIN_TEXT_SOURCES = {
+    "evidence-inference-pmc": ("evidence-inference-pmc", "evidence_inference_pmc_fulltext.txt.gz"),
+    "sumpubmed-bmc": ("sumpubmed-bmc", "sumpubmed_fulltext_*.txt.gz"),
+    "medquad": ("medquad", "medquad_answers.txt.gz"),
+}
 _JATS_SKIP = {"table-wrap", "fig", "ref-list", "supplementary-material", "table", "disp-formula", "fn-group"}
 
 
@@ -111,24 +135,59 @@ def _jats_docs(path: Path, fh) -> int:
     return n
 
 
+def _plain_text_docs(paths: list[Path], fh) -> int:
+    """Copy gzip'd blank-line-separated documents, whitespace collapsed per line; returns the count."""
+    n = 0
+    for path in paths:
+        doc: list[str] = []
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    doc.append(line)
+                elif doc:
+                    n += _write_doc(fh, doc)
+                    doc = []
+        n += _write_doc(fh, doc)
+    return n
+
+
 def _craft_test_ids(path: Path) -> set[str]:
     with tarfile.open(path) as tar:
         text = tar.extractfile(CRAFT_TEST_IDS_MEMBER).read().decode("utf-8")
     return {line.strip() for line in text.splitlines() if line.strip()}
 
 
-def prepare(corpus: Path, out: Path, *, subset: str = "abstracts", exclude_eval_overlap: bool = True) -> dict:
+def prepare(
+    corpus: Path,
+    out: Path,
+    *,
+    subset: str = "abstracts",
+    exclude_eval_overlap: bool = True,
+    exclude: tuple[str, ...] | list[str] = (),
+) -> dict:
     """Write the plain-text corpus under ``out``; returns the summary also saved as ``.prepare_info.json``.
+
+    Args:
+        exclude: source names of :data:`SUBSET_SOURCES` to leave out.
 
     Raises:
         FileNotFoundError: ``corpus`` (or one of its sources) is missing.
-        ValueError: an unknown ``subset``.
+        ValueError: an unknown ``subset``, or an ``exclude`` name that is not a source of the subset.
     """
-    if subset not in ("abstracts", "all"):
+    if subset not in SUBSET_SOURCES:
         raise ValueError(f"subset {subset!r}: expected 'abstracts' or 'all'")
+    unknown = sorted(set(exclude) - set(SUBSET_SOURCES[subset]))
+    if unknown:
+        raise ValueError(
+            f"--exclude {', '.join(unknown)}: not a source of subset {subset!r} "
+            f"(expected one of {', '.join(SUBSET_SOURCES[subset])})"
+        )
     if not corpus.is_dir():
         raise FileNotFoundError(f"{corpus}: the shared corpus folder is missing (see ../shared/data/SOURCES.md)")
     options = {"subset": subset, "exclude_eval_overlap": exclude_eval_overlap}
+    if exclude:  # absent when empty, so earlier outputs are still reused
+        options["exclude"] = sorted(set(exclude))
+    skip = set(exclude)
     info_file = out / ".prepare_info.json"
     if info_file.is_file() and json.loads(info_file.read_text()).get("options") == options:
         return json.loads(info_file.read_text())
@@ -143,25 +202,29 @@ def prepare(corpus: Path, out: Path, *, subset: str = "abstracts", exclude_eval_
             return None
         return not (exclude_eval_overlap and name.rsplit("/", 1)[-1] in OHSUMED_SINGLE_23_EVAL_OVERLAP)
 
-    with open(tmp / "ohsumed_single_23.txt", "w") as fh:
+    def write_ohsumed_single(fh) -> None:
         counts["ohsumed-single-23"], excluded["ohsumed-single-23"] = _tar_text_docs(
             corpus / "ohsumed-single-23/ohsumed_single_23.tar.gz", fh, ohsumed_single
         )
-    with open(tmp / "ohsumed_first20k_extra.txt", "w") as fh:
+
+    def write_ohsumed_extra(fh) -> None:
         counts["ohsumed-first20k-extra"], _ = _tar_text_docs(
             corpus / "ohsumed-first20k-extra/ohsumed_first20k_extra.tar.gz", fh, lambda n: True
         )
-    with open(tmp / "pubmed_abstracts_1mb.txt", "w") as fh:
+
+    def write_pubmed_1mb(fh) -> None:
         text = (corpus / "pubmed-abstracts-1mb/PubMedAbstract_1MB.txt").read_text(encoding="utf-8")
         counts["pubmed-abstracts-1mb"] = sum(_write_doc(fh, [line]) for line in text.splitlines())
-    with open(tmp / "pubmedqa_pqal.txt", "w") as fh:
+
+    def write_pubmedqa(fh) -> None:
         data = json.loads((corpus / "pubmedqa-pqal/ori_pqal.json").read_text(encoding="utf-8"))
         counts["pubmedqa-pqal"] = sum(
             _write_doc(fh, [*v["CONTEXTS"], v.get("LONG_ANSWER", "")]) for v in data.values()
         )
-    seen: set[bytes] = set()
-    n = dup = 0
-    with open(tmp / "asreview.txt", "w") as fh:
+
+    def write_asreview(fh) -> None:
+        seen: set[bytes] = set()
+        n = dup = 0
         for path in sorted((corpus / "asreview-sr-abstracts").rglob("*.csv")):
             with open(path, encoding="utf-8", newline="") as f:
                 for row in csv.DictReader(f):
@@ -174,14 +237,14 @@ def prepare(corpus: Path, out: Path, *, subset: str = "abstracts", exclude_eval_
                         continue
                     seen.add(key)
                     n += _write_doc(fh, [row.get("title") or "", abstract])
-    counts["asreview"] = n
-    counts["asreview_duplicate_abstracts_dropped"] = dup
-    with (
-        open(tmp / "pubmed_uscbiostats.txt", "w") as fh,
-        open(corpus / "pubmed-uscbiostats-2020/pubmed.csv", encoding="utf-8", newline="") as f,
-    ):
-        counts["pubmed-uscbiostats"] = sum(_write_doc(fh, [row["abstract"]]) for row in csv.DictReader(f))
-    if subset == "all":
+        counts["asreview"] = n
+        counts["asreview_duplicate_abstracts_dropped"] = dup
+
+    def write_usc(fh) -> None:
+        with open(corpus / "pubmed-uscbiostats-2020/pubmed.csv", encoding="utf-8", newline="") as f:
+            counts["pubmed-uscbiostats"] = sum(_write_doc(fh, [row["abstract"]]) for row in csv.DictReader(f))
+
+    def write_craft(fh) -> None:
         craft = corpus / "craft-articles/craft_articles_txt.tar.gz"
         test_ids = _craft_test_ids(craft) if exclude_eval_overlap else set()
 
@@ -190,15 +253,47 @@ def prepare(corpus: Path, out: Path, *, subset: str = "abstracts", exclude_eval_
                 return None
             return name.rsplit("/", 1)[-1][: -len(".txt")] not in test_ids
 
-        with open(tmp / "craft.txt", "w") as fh:
-            counts["craft"], excluded["craft-test"] = _tar_text_docs(craft, fh, craft_member)
-        with open(tmp / "elife.txt", "w") as fh:
-            counts["elife"] = _jats_docs(corpus / "elife-articles/elife_articles_xml.tar.xz", fh)
-        with open(tmp / "plos.txt", "w") as fh:
-            counts["plos"] = _jats_docs(corpus / "plos-starter/allofplos_starter_corpus_xml.tar.xz", fh)
+        counts["craft"], excluded["craft-test"] = _tar_text_docs(craft, fh, craft_member)
+
+    def write_jats(name: str, member: str):
+        def write(fh) -> None:
+            counts[name] = _jats_docs(corpus / member, fh)
+
+        return write
+
+    def write_plain(name: str):
+        folder, pattern = PLAIN_TEXT_SOURCES[name]
+
+        def write(fh) -> None:
+            paths = sorted((corpus / folder).glob(pattern))
+            if not paths:
+                raise FileNotFoundError(f"{corpus / folder}: no {pattern} (see ../shared/data/SOURCES.md section 10)")
+            counts[name] = _plain_text_docs(paths, fh)
+
+        return write
+
+    writers = {  # source name -> (file written, writer); the order of SUBSET_SOURCES
+        "ohsumed-single-23": ("ohsumed_single_23.txt", write_ohsumed_single),
+        "ohsumed-first20k-extra": ("ohsumed_first20k_extra.txt", write_ohsumed_extra),
+        "pubmed-abstracts-1mb": ("pubmed_abstracts_1mb.txt", write_pubmed_1mb),
+        "pubmedqa-pqal": ("pubmedqa_pqal.txt", write_pubmedqa),
+        "asreview": ("asreview.txt", write_asreview),
+        "pubmed-uscbiostats": ("pubmed_uscbiostats.txt", write_usc),
+        "craft": ("craft.txt", write_craft),
+        "elife": ("elife.txt", write_jats("elife", "elife-articles/elife_articles_xml.tar.xz")),
+        "plos": ("plos.txt", write_jats("plos", "plos-starter/allofplos_starter_corpus_xml.tar.xz")),
+        **{name: (name.replace("-", "_") + ".txt", write_plain(name)) for name in PLAIN_TEXT_SOURCES},
+    }
+    for name in SUBSET_SOURCES[subset]:
+        if name in skip:
+            continue
+        file_name, write = writers[name]
+        with open(tmp / file_name, "w", encoding="utf-8") as fh:
+            write(fh)
     info = {
         "options": options,
         "documents": counts,
+        "left_out": sorted(skip),
         "excluded_for_eval_overlap": excluded,
         "bytes": sum(p.stat().st_size for p in tmp.glob("*.txt")),
     }
@@ -213,7 +308,14 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="the shared corpus folder")
     parser.add_argument("--output-dir", type=Path, required=True)
-    parser.add_argument("--subset", choices=["abstracts", "all"], default="abstracts")
+    parser.add_argument("--subset", choices=sorted(SUBSET_SOURCES), default="abstracts")
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="SOURCE",
+        help="leave this source out (repeatable), e.g. pubmedqa-pqal; the names are SUBSET_SOURCES'",
+    )
     parser.add_argument(
         "--keep-eval-overlap",
         action="store_true",
@@ -221,8 +323,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     try:
-        info = prepare(args.corpus, args.output_dir, subset=args.subset, exclude_eval_overlap=not args.keep_eval_overlap)
-    except FileNotFoundError as exc:
+        info = prepare(
+            args.corpus,
+            args.output_dir,
+            subset=args.subset,
+            exclude_eval_overlap=not args.keep_eval_overlap,
+            exclude=args.exclude,
+        )
+    except (FileNotFoundError, ValueError) as exc:
         sys.exit(f"error: {exc}")
     print(json.dumps(info, indent=2))
 

@@ -209,6 +209,20 @@ def test_rerun_resumes_an_interrupted_run_with_its_schedule(data_dir, tmp_path):
 
 
 @pytest.mark.slow
+def test_max_train_seconds_stops_saved_and_the_rerun_finishes(data_dir, tmp_path):
+    """The wall-clock budget (leased GPU time): the run stops at the first step past it with a checkpoint,
+    the schedule still that of max_steps; the same call again resumes towards max_steps."""
+    out = tmp_path / "out"
+    hp = tiny_hparams(max_steps=6, save_steps=100, warmup_steps=2, max_train_seconds=1e-6)
+    summary = run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp)
+    assert summary["global_step"] == 1
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-1"]
+    assert json.loads((out / "checkpoint-1" / "trainer_state.json").read_text())["max_steps"] == 6
+    assert run_pretraining(data_dir=data_dir, output_dir=out, hparams=tiny_hparams(max_steps=6, save_steps=100, warmup_steps=2))["global_step"] == 6
+    with pytest.raises(ValueError, match="max_train_seconds"):
+        resolve_hparams("small", {"max_train_seconds": -1})
+
+
 def test_cli_train_eval_export_end_to_end(data_dir, tmp_path):
     from transformers import AutoModelForTokenClassification, AutoTokenizer
     from typer.testing import CliRunner

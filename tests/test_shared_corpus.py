@@ -44,3 +44,24 @@ def test_missing_corpus_and_unknown_subset_are_clear_errors(tmp_path):
 def test_craft_test_split_is_read_from_the_archive(shared_data):
     ids = shared_corpus._craft_test_ids(shared_data / "corpus" / "craft-articles" / "craft_articles_txt.tar.gz")
     assert len(ids) == 30 and all(i.isdigit() for i in ids)  # SOURCES.md 7c: 60 / 7 / 30 PMIDs
+
+
+def test_exclude_names_must_be_sources_of_the_subset(tmp_path):
+    with pytest.raises(ValueError, match="--exclude craft: not a source of subset 'abstracts'"):
+        shared_corpus.prepare(tmp_path, tmp_path / "out", subset="abstracts", exclude=["craft"])
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow
+def test_all_subset_with_the_section_10_text_and_without_pubmedqa(shared_data, tmp_path):
+    """The pre-training text of recipes/bioelectra-small: everything but PubMedQA (a benchmark now)."""
+    out = tmp_path / "gpu"
+    info = shared_corpus.prepare(shared_data / "corpus", out, subset="all", exclude=["pubmedqa-pqal"])
+    docs = info["documents"]
+    # SOURCES.md section 10: 4,469 Evidence Inference articles, 6,000 SumPubMed articles, 5,483 MedQuAD pages
+    assert (docs["evidence-inference-pmc"], docs["sumpubmed-bmc"], docs["medquad"]) == (4469, 6000, 5483)
+    assert "pubmedqa-pqal" not in docs and not (out / "pubmedqa_pqal.txt").exists()
+    assert info["left_out"] == ["pubmedqa-pqal"] and info["options"]["exclude"] == ["pubmedqa-pqal"]
+    assert docs["ohsumed-single-23"] == 7400 - 13 and info["excluded_for_eval_overlap"]["craft-test"] == 30
+    text = (out / "medquad.txt").read_text()
+    assert text.count("\n\n") == docs["medquad"] and "\n\n\n" not in text

@@ -1,0 +1,705 @@
+#!/usr/bin/env python
+"""bioelectra-small on a lent GPU: one script, one stage per device call (see RUNBOOK.md beside it).
+
+Stages (each ``python recipes/bioelectra-small/campaign.py STAGE ...``):
+
+- ``pack`` (here, on the CPU): the pre-training text (``recipes/shared_corpus.py --subset all --exclude
+  pubmedqa-pqal``), an uncased WordPiece vocabulary trained on it, the BC5CDR fine-tuning sets and the
+  Python 3.12 wheels the GPU machine lacks, compressed into packs of at most ``--pack-mib`` MiB
+  (``.campaign/pack-1``, ``pack-2``, ...) that each travel with one device call.
+- ``setup`` (device): install the wheels, unpack the packs given, record the machine (GPU, versions, the
+  measured bf16 matmul rate and copy bandwidth) in ``$OUT/env.json``.
+- ``bench`` (device): ``bench/pretrain_throughput.py`` on the three ELECTRA cases and this recipe's model,
+  each beside the naive fp32 eager loop, with the profile of the recipe's model: ``$OUT/bench.json``.
+- ``data`` (device): ``pretrain build-data`` over the unpacked text on every core.
+- ``train`` (device): launch ``pretrain train`` in the background (a new session, so it outlives the call)
+  with ``max_steps`` from the bench's measured speed and ``--minutes``, and a wall-clock stop
+  (``max_train_seconds``) so the run ends saved inside the lease.
+- ``poll`` (device): wait (at most ``--wait`` seconds) and print the run's progress and metrics.
+- ``collect`` (device): pre-training metrics, float32 export of generator + discriminator, logs: one tar in
+  pieces of at most 15 MiB under ``$OUT`` (``cat results.tar.part-* | tar x`` here).
+- ``finetune-eval`` (device): the comparisons (bioelectra-small against its untrained twin, ...) in order
+  of priority while ``--budget-seconds`` last, and the fine-tuning speed of an ELECTRA-Base-sized model.
+
+Every stage reads and writes under ``--work`` (default ``work/bioelectra-small``; on the device a folder
+that lives as long as the machine, e.g. ``/tmp/bes``) and writes what must come back under ``--out``
+(default ``$OUT``, else ``<work>/out``). ``tests/test_campaign.py`` runs every stage on the CPU with a tiny
+configuration, ``$OUT`` replaced by a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus"
+DEFAULT_NER = REPO.parent / "shared" / "data" / "ner"
+HPARAMS = HERE / "hparams.json"
+#: Sources of ``shared_corpus --subset all`` left out of the pre-training text: PubMedQA PQA-L is a
+#: benchmark (SOURCES.md 9b).
+EXCLUDED_SOURCES = ("pubmedqa-pqal",)
+#: Pack order: abstracts first (the text closest to the benchmarks), so a campaign that gets only pack 1
+#: onto the device still trains on them.
+SOURCE_ORDER = (
+    "ohsumed_single_23", "ohsumed_first20k_extra", "pubmed_abstracts_1mb", "asreview", "pubmed_uscbiostats",
+    "evidence_inference_pmc", "craft", "plos", "medquad", "elife", "sumpubmed_bmc",
+)  # fmt: skip
+#: Fine-tuning sets that travel in pack 1 (NCBI-disease is shipped inside the package).
+NER_SETS = ("bc5cdr-chem", "bc5cdr-disease")
+#: Wheels the GPU machine's Python 3.12 lacks (its image has torch, transformers, accelerate, tokenizers,
+#: pyarrow, pandas, xxhash, fsspec, huggingface-hub; not datasets and its dill / multiprocess, nor
+#: seqeval, which PyPI has only as a source archive and is built into a wheel here).
+WHEELS = ("datasets==5.2.0", "dill==0.4.0", "multiprocess==0.70.18")
+SOURCE_ONLY_WHEELS = ("seqeval==1.2.2",)
+PYARROW_WHEEL = "pyarrow==24.0.0"
+CHUNK_BYTES = 48 * 2**20  # text per compressed chunk (documents are never split)
+PIECE_BYTES = 15 * 2**20  # size of a returned tar piece (the device returns files of at most 16 MiB)
+
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------------
+
+
+def log(msg: str) -> None:
+    print(f"[campaign {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def run(cmd: list[str], *, env: dict | None = None, stdout=None) -> None:
+    """Run a command (printed first), with ``PYTHONPATH`` carrying the wheels' site folder; raise on
+    failure with the command named."""
+    log("$ " + " ".join(str(c) for c in cmd))
+    result = subprocess.run([str(c) for c in cmd], env=env or os.environ.copy(), stdout=stdout, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"error: {' '.join(str(c) for c in cmd[:4])} ... exited with {result.returncode}")
+
+
+def write_json(path: Path, data) -> None:
+    """Atomic JSON write (temporary name, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.replace(path)
+
+
+def read_json(path: Path, default=None):
+    return json.loads(path.read_text()) if path.is_file() else default
+
+
+def load_shared_corpus():
+    spec = importlib.util.spec_from_file_location("shared_corpus", REPO / "recipes" / "shared_corpus.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def use_site(work: Path) -> None:
+    """Put ``<work>/site`` (the installed wheels) on this process's and its children's import path."""
+    site = work / "site"
+    if site.is_dir():
+        sys.path.insert(0, str(site))
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
+
+
+def split_documents(text_file: Path, chunk_bytes: int):
+    """Yield lists of lines of at most about ``chunk_bytes``, cut only at blank lines (document ends)."""
+    chunk: list[str] = []
+    size = 0
+    with open(text_file, encoding="utf-8") as f:
+        for line in f:
+            chunk.append(line)
+            size += len(line)
+            if size >= chunk_bytes and not line.strip():
+                yield chunk
+                chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def xz_compress(lines: list[str], target: Path, threads: int) -> None:
+    tmp = target.with_name(f".{target.name}.tmp")
+    with open(tmp, "wb") as fh:
+        subprocess.run(
+            ["xz", "-9", f"-T{threads}", "-c"], input="".join(lines).encode("utf-8"), stdout=fh, check=True
+        )
+    tmp.replace(target)
+
+
+# --------------------------------------------------------------------------------------------------
+# pack (CPU)
+# --------------------------------------------------------------------------------------------------
+
+
+def cmd_pack(args) -> None:
+    work, dest = args.work, args.dest
+    if args.corpus_text is not None:  # text already in build-data's format
+        corpus_dir = args.corpus_text
+        files = sorted(corpus_dir.glob("*.txt"))
+        if not files:
+            raise SystemExit(f"error: {corpus_dir}: no .txt files")
+        info = {"options": {"corpus_text": str(corpus_dir)}, "documents": {}, "bytes": sum(p.stat().st_size for p in files)}
+    else:
+        corpus_dir = work / "corpus"
+        shared = load_shared_corpus()
+        log(f"corpus: {args.corpus} -> {corpus_dir} (subset all, without {', '.join(EXCLUDED_SOURCES)})")
+        info = shared.prepare(args.corpus, corpus_dir, subset="all", exclude=list(EXCLUDED_SOURCES))
+    log(f"corpus: {json.dumps(info['documents'])}, {info['bytes']:,} bytes of text")
+
+    vocab_dir = work / "vocab"
+    if not (vocab_dir / "vocab.txt").is_file():
+        run([sys.executable, REPO / "pretrain.py", "build-vocab", "--corpus-dir", corpus_dir,
+             "--output-dir", vocab_dir, "--vocab-size", str(args.vocab_size), "--do-lower-case"])  # fmt: skip
+    vocab_entries = sum(1 for _ in open(vocab_dir / "vocab.txt", encoding="utf-8"))
+
+    if dest.exists():
+        shutil.rmtree(dest)
+    chunks = []  # (source, path, text bytes, compressed bytes)
+    staging = work / "chunks"
+    staging.mkdir(parents=True, exist_ok=True)
+    done = read_json(staging / "index.json", {})  # chunk name -> sha256 of its text: compressed once
+    for stale in set(p.name for p in staging.glob("*.xz")) - set(done):
+        (staging / stale).unlink()
+    files = sorted(corpus_dir.glob("*.txt"), key=lambda p: (SOURCE_ORDER.index(p.stem) if p.stem in SOURCE_ORDER else 99, p.name))
+    index = {}
+    for text_file in files:
+        for i, lines in enumerate(split_documents(text_file, args.chunk_bytes)):
+            target = staging / f"{text_file.stem}.{i:02d}.txt.xz"
+            data = "".join(lines).encode("utf-8")
+            digest = hashlib.sha256(data).hexdigest()
+            if not (target.is_file() and done.get(target.name) == digest):
+                xz_compress(lines, target, args.threads)
+            index[target.name] = digest
+            chunks.append((text_file.stem, target, len(data), target.stat().st_size))
+            log(f"  {target.name}: {chunks[-1][2]:,} -> {chunks[-1][3]:,} bytes")
+    for stale in set(done) - set(index):
+        (staging / stale).unlink(missing_ok=True)
+    write_json(staging / "index.json", index)
+
+    limit = args.pack_mib * 2**20
+    pack1_extra = []  # vocab, hparams, NER sets, wheels, init-from: all in pack 1
+    (stage1 := work / "pack1-extra").mkdir(exist_ok=True)
+    shutil.copytree(vocab_dir, stage1 / "vocab", dirs_exist_ok=True)
+    pack1_extra.append(stage1 / "vocab")
+    ner_tar = stage1 / "ner.tar.xz"
+    present = [n for n in NER_SETS if (args.ner / n).is_dir()]
+    with tarfile.open(ner_tar, "w:xz") as tar:
+        for name in present:
+            for split in ("train.tsv", "devel.tsv", "test.tsv"):
+                tar.add(args.ner / name / split, arcname=f"{name}/{split}")
+    pack1_extra.append(ner_tar)
+    if args.wheels:
+        wheels = stage1 / "wheels"
+        shutil.rmtree(wheels, ignore_errors=True)
+        platforms = [f"--platform={p}" for p in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "any")]
+        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+             "--python-version", "3.12", "--implementation", "cp", *platforms, "-d", wheels, *WHEELS])  # fmt: skip
+        run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", wheels, *SOURCE_ONLY_WHEELS])
+        pack1_extra.append(wheels)
+    if args.init_from:
+        shutil.copytree(args.init_from, stage1 / "init-from", dirs_exist_ok=True)
+        pack1_extra.append(stage1 / "init-from")
+
+    def size_of(p: Path) -> int:
+        return p.stat().st_size if p.is_file() else sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+
+    packs: list[list[Path]] = [[*pack1_extra]]
+    used = [sum(size_of(p) for p in pack1_extra)]
+    if used[0] > limit:
+        raise SystemExit(f"error: pack 1's fixed part is {used[0]:,} bytes, over --pack-mib {args.pack_mib}")
+    for _, path, _, size in chunks:
+        if used[-1] + size > limit:
+            packs.append([])
+            used.append(0)
+        packs[-1].append(path)
+        used[-1] += size
+    manifest = {
+        "corpus": info,
+        "vocab_size": vocab_entries,
+        "do_lower_case": True,
+        "ner_sets": present,
+        "wheels": sorted(p.name for p in (stage1 / "wheels").glob("*.whl")) if args.wheels else [],
+        "init_from": str(args.init_from) if args.init_from else None,
+        "chunks": [{"source": s, "file": p.name, "text_bytes": t, "xz_bytes": c} for s, p, t, c in chunks],
+        "packs": [],
+    }
+    for i, (items, size) in enumerate(zip(packs, used, strict=True), start=1):
+        pack = dest / f"pack-{i}"
+        pack.mkdir(parents=True)
+        for item in items:
+            if item.is_dir():
+                shutil.copytree(item, pack / item.name)
+            else:
+                shutil.copy2(item, pack / item.name)
+        manifest["packs"].append({"name": pack.name, "bytes": size, "items": sorted(p.name for p in items)})
+    if args.wheels:  # datasets 5.2 wants pyarrow >= 24; carried only if setup reports the image's as too old
+        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+             "--python-version", "3.12", "--implementation", "cp", *platforms, "-d", dest / "pack-pyarrow" / "wheels",
+             PYARROW_WHEEL])  # fmt: skip
+    write_json(dest / "manifest.json", manifest)
+    shutil.copy2(dest / "manifest.json", dest / "pack-1" / "manifest.json")
+    text = sum(c[2] for c in chunks)
+    log(f"packed {text:,} bytes of text into {len(packs)} pack(s): " + ", ".join(f"{u / 2**20:.1f} MiB" for u in used))
+
+
+# --------------------------------------------------------------------------------------------------
+# device stages
+# --------------------------------------------------------------------------------------------------
+
+
+def machine_report() -> dict:
+    import torch
+
+    report = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cpus": os.cpu_count(),
+        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+    }
+    try:
+        import transformers
+
+        report["transformers"] = transformers.__version__
+    except ImportError:
+        pass
+    if torch.cuda.is_available():
+        dev = torch.device("cuda")
+        props = torch.cuda.get_device_properties(dev)
+        report["multiprocessors"] = props.multi_processor_count
+        report["memory_bytes"] = props.total_memory
+        report["bf16_supported"] = torch.cuda.is_bf16_supported()
+        sys.path.insert(0, str(REPO / "bench"))
+        from pretrain_throughput import measured_matmul_flops
+
+        report["measured_bf16_matmul_flops"] = round(measured_matmul_flops(dev), -9)
+        x = torch.empty(2**30, dtype=torch.uint8, device=dev)
+        y = torch.empty_like(x)
+        y.copy_(x)
+        torch.cuda.synchronize(dev)
+        start = time.perf_counter()
+        for _ in range(10):
+            y.copy_(x)
+        torch.cuda.synchronize(dev)
+        report["device_copy_bytes_per_second"] = round(2 * 10 * x.numel() / (time.perf_counter() - start), -9)
+    return report
+
+
+def cmd_setup(args) -> None:
+    work, out = args.work, args.out
+    work.mkdir(parents=True, exist_ok=True)
+    for pack in args.pack:
+        if not pack.is_dir():
+            raise SystemExit(f"error: {pack}: no such pack folder (run the pack stage here and carry it)")
+        wheels = pack / "wheels"
+        if wheels.is_dir():
+            run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--no-compile",
+                 "--upgrade", "--target", work / "site", *sorted(wheels.glob("*.whl"))])  # fmt: skip
+        for name in ("vocab", "init-from"):
+            if (pack / name).is_dir():
+                shutil.copytree(pack / name, work / name, dirs_exist_ok=True)
+        if (pack / "ner.tar.xz").is_file():
+            with tarfile.open(pack / "ner.tar.xz") as tar:
+                tar.extractall(work / "ner", filter="data")
+        corpus = work / "corpus"
+        corpus.mkdir(exist_ok=True)
+        for chunk in sorted(pack.glob("*.txt.xz")):
+            target = corpus / chunk.name.removesuffix(".xz")
+            if not target.is_file():
+                tmp = target.with_name(f".{target.name}.tmp")
+                with open(tmp, "wb") as fh:
+                    subprocess.run(["xz", "-d", "-T0", "-c", chunk], stdout=fh, check=True)
+                tmp.replace(target)
+        if (pack / "manifest.json").is_file():
+            shutil.copy2(pack / "manifest.json", work / "manifest.json")
+        log(f"unpacked {pack}")
+    use_site(work)
+    report = machine_report()
+    corpus_files = sorted((work / "corpus").glob("*.txt")) if (work / "corpus").is_dir() else []
+    report["corpus_files"] = len(corpus_files)
+    report["corpus_bytes"] = sum(p.stat().st_size for p in corpus_files)
+    manifest = read_json(work / "manifest.json", {})
+    report["corpus_chunks_expected"] = len(manifest.get("chunks", []))
+    try:  # what build-data, pretrain train and finetune need beyond the image: a real round trip
+        import tempfile
+
+        import datasets
+        import pyarrow
+        import seqeval.metrics
+
+        report["datasets"], report["pyarrow"] = datasets.__version__, pyarrow.__version__
+        with tempfile.TemporaryDirectory() as tmp:
+            datasets.Dataset.from_dict({"input_ids": [[2, 7, 3]]}).save_to_disk(tmp)
+            assert datasets.load_from_disk(tmp)[0]["input_ids"] == [2, 7, 3]
+        assert seqeval.metrics.f1_score([["B-X", "O"]], [["B-X", "O"]]) == 1.0
+    except Exception as exc:  # noqa: BLE001 - reported, so the next call can carry pack-pyarrow
+        report["missing"] = f"{type(exc).__name__}: {exc} (pyarrow too old for datasets? carry .campaign/pack-pyarrow)"
+    write_json(out / "env.json", report)
+    print(json.dumps(report, indent=2))
+
+
+def bench_cases(hparams: Path) -> str:
+    return f"small:128:128,base:128:128,base:512:32,{hparams}:128:{json.loads(hparams.read_text()).get('per_device_train_batch_size', 128)}"
+
+
+def cmd_bench(args) -> None:
+    use_site(args.work)
+    cases = args.cases or bench_cases(args.hparams)
+    # the recipe's model first: it is the one profiled
+    ordered = sorted(cases.split(","), key=lambda c: 0 if c.startswith(str(args.hparams)) else 1)
+    cmd = [sys.executable, REPO / "bench" / "pretrain_throughput.py", "--cases", ",".join(ordered),
+           "--steps", str(args.steps), "--warmup", str(args.warmup), "--matmul", "--profile", str(args.profile),
+           "--output", args.work / "bench.json"]  # fmt: skip
+    if args.batch_size:
+        cmd += ["--batch-size", str(args.batch_size)]
+    if args.layers:
+        cmd += ["--layers", str(args.layers)]
+    run(cmd, stdout=subprocess.DEVNULL if args.quiet else None)
+    shutil.copy2(args.work / "bench.json", args.out / "bench.json") if args.out.is_dir() else None
+    args.out.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(args.work / "bench.json", args.out / "bench.json")
+    report = read_json(args.work / "bench.json")
+    for case in report["cases"]:
+        opt, naive = case.get("optimized", {}), case.get("naive", {})
+        log(f"{case['size']} seq {case['seq_len']} batch {case['batch_size']}: "
+            f"{opt.get('steps_per_second')} steps/s ({opt.get('sequences_per_second')} seq/s, mfu "
+            f"{opt.get('mfu_measured', opt.get('mfu'))}) vs naive {naive.get('steps_per_second')}; x{case.get('speedup')}")  # fmt: skip
+
+
+def cmd_data(args) -> None:
+    use_site(args.work)
+    corpus, data = args.work / "corpus", args.work / "data"
+    if (data / "build_info.json").is_file():
+        log(f"{data} exists: reused")
+        return
+    procs = args.num_processes or max(1, (os.cpu_count() or 2) - 1)
+    run([sys.executable, REPO / "pretrain.py", "build-data", "--corpus-dir", corpus, "--output-dir", data,
+         "--vocab-file", args.work / "vocab" / "vocab.txt", "--do-lower-case", "--max-seq-length",
+         str(args.max_seq_length), "--num-processes", str(procs), "--seed", "42"])  # fmt: skip
+    info = read_json(data / "build_info.json", {})
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(args.out / "build_info.json", info)
+    log(f"examples: {json.dumps({k: v for k, v in info.items() if not isinstance(v, dict | list)})}")
+
+
+def train_hparams(args) -> dict:
+    """The recipe's hparams with ``max_steps`` fitted to ``--minutes`` at the bench's measured speed of the
+    recipe's model (times ``--speed-margin`` for the data path and the Trainer), and the wall-clock stop."""
+    hp = json.loads(args.hparams.read_text())
+    hp.pop("model_size", None)
+    if args.steps:
+        steps, source = args.steps, "--steps"
+    else:
+        bench = read_json(args.work / "bench.json")
+        rate = None
+        if bench:
+            rate = next(
+                (c["optimized"].get("steps_per_second") for c in bench["cases"]
+                 if str(c["size"]).endswith(args.hparams.name) and "error" not in c["optimized"]),
+                None,
+            )  # fmt: skip
+        if not rate:
+            raise SystemExit(f"error: no measured speed of {args.hparams.name} in {args.work / 'bench.json'}: run bench, or give --steps")
+        steps, source = int(rate * args.speed_margin * args.minutes * 60), f"bench {rate} steps/s x {args.speed_margin}"
+    hp["max_steps"] = max(1, steps)
+    hp["warmup_steps"] = min(hp.get("warmup_steps", 0), max(1, steps // 10))
+    if args.init_from_warmup is not None and (args.work / "init-from").is_dir():
+        hp["warmup_steps"] = args.init_from_warmup
+    hp["max_train_seconds"] = round(args.minutes * 60, 1)
+    for key, value in (args.set or []):
+        hp[key] = json.loads(value)
+    log(f"max_steps {hp['max_steps']} ({source}, {args.minutes} min), warmup {hp['warmup_steps']}")
+    return hp
+
+
+def cmd_train(args) -> None:
+    work = args.work
+    use_site(work)
+    run_dir = work / "run"
+    hp = train_hparams(args)
+    write_json(work / "train-hparams.json", hp)
+    cmd = [sys.executable, REPO / "pretrain.py", "train", "--data-dir", work / "data", "--output-dir", run_dir,
+           "--model-size", json.loads(args.hparams.read_text()).get("model_size", "small"),
+           "--hparams", work / "train-hparams.json"]  # fmt: skip
+    if (work / "init-from").is_dir():
+        cmd += ["--init-from", work / "init-from"]
+    if args.foreground:
+        run(cmd)
+        write_json(work / "train-done.json", {"returncode": 0, "finished": time.time()})
+        return
+    log_file = open(work / "train.log", "ab")
+    wrapper = [sys.executable, "-c", (
+        "import json, subprocess, sys, time; r = subprocess.call(sys.argv[2:]); "
+        "open(sys.argv[1], 'w').write(json.dumps({'returncode': r, 'finished': time.time()}))"
+    ), str(work / "train-done.json"), *map(str, cmd)]  # fmt: skip
+    (work / "train-done.json").unlink(missing_ok=True)
+    proc = subprocess.Popen(wrapper, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, env=os.environ.copy())
+    write_json(work / "train-pid.json", {"pid": proc.pid, "started": time.time(), "command": [str(c) for c in cmd]})
+    log(f"pre-training started in the background (pid {proc.pid}); log: {work / 'train.log'}")
+    time.sleep(args.check_seconds)
+    cmd_poll(argparse.Namespace(work=work, out=args.out, wait=0, lines=5))
+
+
+def _progress(work: Path, lines: int) -> dict:
+    logfile = work / "train.log"
+    steps, evals = [], []
+    if logfile.is_file():
+        for line in logfile.read_text(errors="replace").splitlines():
+            if "step " in line and ": {" in line:
+                payload = line[line.index(": {") + 2:]
+                try:
+                    record = json.loads(payload)
+                except json.JSONDecodeError:
+                    continue
+                (evals if any(k.startswith("eval_") for k in record) else steps).append(record)
+    done = read_json(work / "train-done.json")
+    return {"done": done, "last_logs": steps[-lines:], "evals": evals}
+
+
+def cmd_poll(args) -> None:
+    deadline = time.monotonic() + args.wait
+    while True:
+        progress = _progress(args.work, args.lines)
+        if progress["done"] or time.monotonic() >= deadline:
+            break
+        time.sleep(min(15, max(1, deadline - time.monotonic())))
+    for record in progress["last_logs"]:
+        print(json.dumps(record))
+    for record in progress["evals"]:
+        keep = ("eval_step", "eval_masked_lm_accuracy", "eval_disc_auc", "eval_disc_recall", "eval_disc_precision", "eval_disc_loss")
+        print("eval", json.dumps({k: record[k] for k in keep if k in record}))
+    print("done" if progress["done"] else "running", json.dumps(progress["done"]))
+    if progress["done"] and progress["done"].get("returncode"):
+        tail = (args.work / "train.log").read_text(errors="replace").splitlines()[-30:]
+        print("\n".join(tail))
+
+
+def tar_pieces(sources: list[tuple[Path, str]], out: Path, name: str) -> list[str]:
+    """One tar of ``sources`` (path, name inside) split into pieces of at most :data:`PIECE_BYTES`."""
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{name}.tar"
+    with tarfile.open(tmp, "w") as tar:
+        for path, arcname in sources:
+            if path.exists():
+                tar.add(path, arcname=arcname)
+    pieces = []
+    with open(tmp, "rb") as fh:
+        i = 0
+        while chunk := fh.read(PIECE_BYTES):
+            piece = out / f"{name}.tar.part-{i:02d}"
+            piece.write_bytes(chunk)
+            pieces.append(piece.name)
+            i += 1
+    tmp.unlink()
+    return pieces
+
+
+def cmd_collect(args) -> None:
+    work, out = args.work, args.out
+    use_site(work)
+    run_dir, export = work / "run", work / "export"
+    run([sys.executable, REPO / "pretrain.py", "eval", "--model-dir", run_dir, "--output", work / "eval.json"])
+    if export.exists():
+        shutil.rmtree(export)
+    run([sys.executable, REPO / "pretrain.py", "export", "--model-dir", run_dir, "--output-dir", export, "--dtype", "float32"])
+    state = sorted(run_dir.glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name.split("-")[1]))
+    sources = [
+        (export, "export"),
+        (work / "eval.json", "eval.json"),
+        (work / "train-hparams.json", "train-hparams.json"),
+        (run_dir / "hparams.json", "run-hparams.json"),
+        (run_dir / "eval_results.json", "eval_results.json"),
+        (work / "train.log", "train.log"),
+        (work / "bench.json", "bench.json"),
+        (work / "manifest.json", "manifest.json"),
+        (work / "data" / "build_info.json", "build_info.json"),
+    ]
+    if state:
+        sources.append((state[-1], "trainer_state.json"))
+    pieces = tar_pieces(sources, out, "results")
+    summary = {"pieces": pieces, "eval": read_json(work / "eval.json"), "done": read_json(work / "train-done.json")}
+    write_json(out / "collect.json", summary)
+    log(f"{len(pieces)} piece(s) in {out}: cat results.tar.part-* | tar x")
+
+
+def finetune_queue(args) -> list[dict]:
+    """The comparisons in order of priority (the first ones matter most if the budget runs out)."""
+    model, twin = args.work / "export" / "discriminator", args.work / "twin"
+    ner = args.work / "ner"
+    common = ["--trials", str(args.trials)]
+    queue = [
+        {"name": "ncbi-small", "args": ["--dataset", "ncbi-disease", "--ckpt", model, *common]},
+        {"name": "ncbi-twin", "args": ["--dataset", "ncbi-disease", "--ckpt", twin, *common]},
+        {"name": "ncbi-small-bio-electra-protocol", "args": ["--dataset", "ncbi-disease", "--ckpt", model, *common, "--epochs", "10", "--learning-rate", "3e-4"]},
+        {"name": "base-speed", "args": ["--dataset", "ncbi-disease", "--ckpt", "electra-base", *common], "speed": True},
+    ]  # fmt: skip
+    for name in NER_SETS:
+        for which, ckpt in (("small", model), ("twin", twin)):
+            if (ner / name).is_dir():
+                queue.append({"name": f"{name}-{which}", "args": ["--data-dir", ner / name, "--ckpt", ckpt, *common]})
+    queue.append({"name": "ncbi-twin-bio-electra-protocol", "args": ["--dataset", "ncbi-disease", "--ckpt", twin, *common, "--epochs", "10", "--learning-rate", "3e-4"]})  # fmt: skip
+    return queue
+
+
+def cmd_finetune_eval(args) -> None:
+    work, out = args.work, args.out
+    use_site(work)
+    sys.path.insert(0, str(REPO))
+    from bioelectra.presets import build_untrained_twin
+
+    build_untrained_twin(work / "export" / "discriminator", work / "twin", seed=0)
+    start = time.monotonic()
+    results = read_json(out / "finetune.json", {}) or {}
+    last_seconds = 0.0
+    for item in finetune_queue(args):
+        if args.only and item["name"] not in args.only:
+            continue
+        spent = time.monotonic() - start
+        if spent + max(last_seconds, 1.0) > args.budget_seconds:
+            results.setdefault("skipped", []).append(item["name"])
+            log(f"skipped {item['name']}: {spent:.0f} of {args.budget_seconds} s spent")
+            continue
+        run_dir = work / "finetune" / item["name"]
+        cmd = [sys.executable, REPO / "finetune.py", "--loader", "ner", *item["args"], "--output-dir", run_dir, *shlex.split(args.extra)]
+        t0 = time.monotonic()
+        run(cmd, stdout=subprocess.DEVNULL if args.quiet else None)
+        last_seconds = time.monotonic() - t0
+        record = read_json(run_dir / "results.json", {})
+        results[item["name"]] = {
+            "command": " ".join(str(c) for c in cmd[2:]),
+            "wall_seconds": round(last_seconds, 1),
+            "summary": record.get("summary"),
+        }
+        write_json(out / "finetune.json", results)
+        log(f"{item['name']}: {last_seconds:.0f} s, summary {json.dumps(record.get('summary'))[:300]}")
+    write_json(out / "finetune.json", results)
+
+
+def cmd_ship(args) -> None:
+    """The brought-back float32 discriminator as the package's float16 asset (tokenizer capped at 512)."""
+    sys.path.insert(0, str(REPO))
+    import torch
+    from transformers import AutoTokenizer, ElectraForPreTraining
+
+    from bioelectra.training import write_vocab_txt
+
+    source = args.export / "discriminator"
+    target = args.target
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model = ElectraForPreTraining.from_pretrained(str(source), dtype=torch.float32).to(torch.float16)
+    model.config.dtype = "float16"
+    model.save_pretrained(str(tmp))
+    tokenizer = AutoTokenizer.from_pretrained(str(source))
+    tokenizer.model_max_length = model.config.max_position_embeddings
+    tokenizer.save_pretrained(str(tmp))
+    write_vocab_txt(tokenizer, tmp / "vocab.txt")
+    size = (tmp / "model.safetensors").stat().st_size
+    if size > args.max_mib * 2**20:
+        shutil.rmtree(tmp)
+        raise SystemExit(f"error: {size:,} bytes of float16 weights, over the {args.max_mib} MiB cap")
+    card = target / "README.md"
+    if card.is_file():
+        shutil.copy2(card, tmp / "README.md")
+    if target.exists():
+        shutil.rmtree(target)
+    tmp.rename(target)
+    log(f"{target}: {size:,} bytes of float16 weights; write or update its model card (README.md)")
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="stage", required=True)
+
+    def stage(name: str, fn, help_: str):
+        p = sub.add_parser(name, help=help_)
+        p.set_defaults(fn=fn)
+        p.add_argument("--work", type=Path, default=REPO / "work" / "bioelectra-small")
+        p.add_argument("--out", type=Path, default=Path(os.environ["OUT"]) if os.environ.get("OUT") else None)
+        p.add_argument("--hparams", type=Path, default=HPARAMS)
+        return p
+
+    p = stage("pack", cmd_pack, "corpus, vocabulary, wheels and NER sets into packs (CPU, here)")
+    p.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    p.add_argument("--corpus-text", type=Path, default=None, help="plain text in build-data's format instead of --corpus")
+    p.add_argument("--ner", type=Path, default=DEFAULT_NER)
+    p.add_argument("--dest", type=Path, default=REPO / ".campaign")
+    p.add_argument("--vocab-size", type=int, default=30522)
+    p.add_argument("--pack-mib", type=float, default=54.0, help="MiB per pack (64 MiB travel with a call, the repository included)")
+    p.add_argument("--chunk-bytes", type=int, default=CHUNK_BYTES)
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--no-wheels", dest="wheels", action="store_false")
+    p.add_argument("--init-from", type=Path, default=None, help="an export (discriminator/ + generator/) to continue from")
+
+    p = stage("setup", cmd_setup, "install wheels, unpack packs, record the machine (device)")
+    p.add_argument("--pack", type=Path, action="append", default=[])
+
+    p = stage("bench", cmd_bench, "pre-training throughput, ours against the naive loop (device)")
+    p.add_argument("--cases", default=None)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--profile", type=int, default=10)
+    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--layers", type=int, default=None)
+    p.add_argument("--quiet", action="store_true")
+
+    p = stage("data", cmd_data, "build-data on the unpacked corpus (device)")
+    p.add_argument("--num-processes", type=int, default=None)
+    p.add_argument("--max-seq-length", type=int, default=128)
+
+    p = stage("train", cmd_train, "launch pre-training in the background (device)")
+    p.add_argument("--minutes", type=float, required=True, help="wall-clock training budget")
+    p.add_argument("--steps", type=int, default=None, help="max_steps (default: from the bench's measured speed)")
+    p.add_argument("--speed-margin", type=float, default=0.85)
+    p.add_argument("--init-from-warmup", type=int, default=500, help="warmup steps when continuing from init-from/")
+    p.add_argument("--set", nargs=2, action="append", metavar=("KEY", "JSON"), help="override one hparam")
+    p.add_argument("--foreground", action="store_true")
+    p.add_argument("--check-seconds", type=float, default=60.0, help="wait this long, then show the first logs")
+
+    p = stage("poll", cmd_poll, "wait for the run and print its progress (device)")
+    p.add_argument("--wait", type=float, default=540.0)
+    p.add_argument("--lines", type=int, default=3)
+
+    stage("collect", cmd_collect, "metrics, export and logs into $OUT (device)")
+
+    p = stage("finetune-eval", cmd_finetune_eval, "fine-tuning comparisons within a time budget (device)")
+    p.add_argument("--budget-seconds", type=float, default=300.0)
+    p.add_argument("--trials", type=int, default=3)
+    p.add_argument("--only", nargs="*", default=None)
+    p.add_argument("--extra", default="", help="more finetune options for every run, one string: --extra='--max-steps 2'")
+    p.add_argument("--quiet", action="store_true")
+
+    p = stage("ship", cmd_ship, "a brought-back export as the package's float16 model (CPU, here)")
+    p.add_argument("--export", type=Path, required=True, help="the export/ folder of the results tar")
+    p.add_argument("--target", type=Path, default=REPO / "bioelectra" / "assets" / "models" / "bioelectra-small")
+    p.add_argument("--max-mib", type=float, default=32.0)
+
+    args = parser.parse_args(argv)
+    args.work = args.work.resolve()
+    if args.out is None:
+        args.out = args.work / "out"
+    args.out = args.out.resolve()
+    args.hparams = args.hparams.resolve()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    args.fn(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""The GPU campaign of recipes/bioelectra-small, dry-run on the CPU: every stage, in the order of RUNBOOK.md,
+with a tiny configuration and a temporary folder standing in for the device's $OUT."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+CAMPAIGN = REPO_ROOT / "recipes" / "bioelectra-small" / "campaign.py"
+
+TINY = {
+    "model_size": "small",
+    "model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
+    "embedding_size": 16,
+    "generator_hidden_size": 0.5,
+    "per_device_train_batch_size": 4,
+    "per_device_eval_batch_size": 4,
+    "learning_rate": 1e-3,
+    "adam_bias_correction": True,
+    "warmup_steps": 1000,
+    "eval_steps": 0,
+    "num_eval_steps": 2,
+    "save_steps": 2,
+    "logging_steps": 1,
+    "dataloader_num_workers": 0,
+    "seed": 0,
+}
+WORDS = "the patient tumor cancer gene protein cell expression disease mice therapy dose trial was with of in and".split()
+
+
+def load_campaign():
+    spec = importlib.util.spec_from_file_location("campaign", CAMPAIGN)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def campaign(*args: str | Path) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [sys.executable, CAMPAIGN, *map(str, args)], capture_output=True, text=True, check=False, cwd=REPO_ROOT
+    )
+    assert result.returncode == 0, f"{args[0]} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+def write_corpus(folder: Path, docs: int) -> Path:
+    rng = random.Random(0)
+    words = WORDS + ["".join(rng.choice("abcdefghiklmnoprstuy") for _ in range(rng.randint(3, 9))) for _ in range(400)]
+    folder.mkdir(parents=True)
+    for name in ("ohsumed_single_23", "elife"):
+        with open(folder / f"{name}.txt", "w") as fh:
+            for _ in range(docs):
+                for _ in range(rng.randint(2, 5)):
+                    fh.write(" ".join(rng.choice(words) for _ in range(rng.randint(5, 14))) + " .\n")
+                fh.write("\n")
+    return folder
+
+
+def write_ner(folder: Path) -> Path:
+    for name in ("bc5cdr-chem", "bc5cdr-disease"):
+        (folder / name).mkdir(parents=True)
+        for split in ("train.tsv", "devel.tsv", "test.tsv"):
+            (folder / name / split).write_text("Aspirin\tB\ncauses\tO\nulcers\tO\n.\tO\n\nThe\tO\ndose\tO\n\n" * 4)
+    return folder
+
+
+def test_split_documents_cuts_only_between_documents(tmp_path):
+    c = load_campaign()
+    text = write_corpus(tmp_path / "text", docs=40) / "elife.txt"
+    chunks = list(c.split_documents(text, 300))
+    assert len(chunks) > 3
+    assert "".join("".join(ch) for ch in chunks) == text.read_text()  # nothing lost or reordered
+    for ch in chunks[:-1]:
+        assert ch[-1] == "\n"  # every chunk but the last ends at a document's blank line
+
+
+def test_tar_pieces_reassemble(tmp_path):
+    c = load_campaign()
+    payload = tmp_path / "payload.bin"
+    payload.write_bytes(random.Random(1).randbytes(2_500_000))
+    c.PIECE_BYTES = 1_000_000
+    pieces = c.tar_pieces([(payload, "inner/payload.bin")], tmp_path / "out", "results")
+    assert pieces == ["results.tar.part-00", "results.tar.part-01", "results.tar.part-02"]
+    assert all((tmp_path / "out" / p).stat().st_size <= 1_000_000 for p in pieces)
+    whole = tmp_path / "whole.tar"
+    whole.write_bytes(b"".join((tmp_path / "out" / p).read_bytes() for p in pieces))
+    with tarfile.open(whole) as tar:
+        assert tar.extractfile("inner/payload.bin").read() == payload.read_bytes()
+
+
+def test_train_hparams_fit_the_minutes(tmp_path):
+    c = load_campaign()
+    hp_file = tmp_path / "hp.json"
+    hp_file.write_text(json.dumps(TINY))
+    bench = {"cases": [{"size": str(hp_file), "optimized": {"steps_per_second": 20.0}}]}
+    (tmp_path / "bench.json").write_text(json.dumps(bench))
+    args = type("A", (), dict(hparams=hp_file, work=tmp_path, steps=None, minutes=10.0, speed_margin=0.85, init_from_warmup=500, set=None))
+    hp = c.train_hparams(args)
+    assert hp["max_steps"] == int(20.0 * 0.85 * 600)  # 10,200
+    assert hp["max_train_seconds"] == 600.0
+    assert hp["warmup_steps"] == 1000 and "model_size" not in hp
+    args.minutes = 0.5  # 510 steps: the warmup is capped at a tenth of them
+    assert c.train_hparams(args)["warmup_steps"] == 51
+    (tmp_path / "bench.json").unlink()
+    with pytest.raises(SystemExit, match="no measured speed"):
+        c.train_hparams(args)
+
+
+@pytest.mark.slow
+def test_campaign_dry_run_on_cpu(tmp_path):
+    """pack -> setup -> bench -> data -> train (background) -> poll -> collect -> finetune-eval."""
+    hparams = tmp_path / "tiny.json"
+    hparams.write_text(json.dumps(TINY))
+    work, out, dest = tmp_path / "device-work", tmp_path / "OUT", tmp_path / "campaign"
+    text = write_corpus(tmp_path / "text", docs=300)
+    campaign(
+        "pack", "--corpus-text", text, "--ner", write_ner(tmp_path / "ner"), "--work", tmp_path / "here",
+        "--dest", dest, "--vocab-size", "120", "--no-wheels", "--pack-mib", "0.05", "--chunk-bytes", "15000",
+        "--threads", "1",
+    )  # fmt: skip
+    manifest = json.loads((dest / "manifest.json").read_text())
+    packs = sorted(dest.glob("pack-*"))
+    assert len(packs) == len(manifest["packs"]) >= 2  # the text did not fit one pack
+    assert {"vocab", "ner.tar.xz", "manifest.json"} <= {p.name for p in packs[0].iterdir()}
+    assert sum(ch["text_bytes"] for ch in manifest["chunks"]) == sum(p.stat().st_size for p in text.glob("*.txt"))
+
+    setup = campaign("setup", *[a for p in packs for a in ("--pack", p)], "--work", work, "--out", out)
+    env = json.loads((out / "env.json").read_text())
+    assert env["corpus_files"] == env["corpus_chunks_expected"] == len(manifest["chunks"])
+    assert env["corpus_bytes"] == sum(ch["text_bytes"] for ch in manifest["chunks"])
+    assert "missing" not in env, setup.stdout
+
+    campaign("bench", "--work", work, "--out", out, "--hparams", hparams, "--cases", f"{hparams}:32:4",
+             "--steps", "2", "--warmup", "1", "--profile", "2", "--quiet")  # fmt: skip
+    bench = json.loads((out / "bench.json").read_text())
+    case = bench["cases"][0]
+    assert case["discriminator"]["hidden_size"] == 32 and case["generator_hidden_size"] == 16
+    assert case["optimized"]["steps_per_second"] > 0 and case["naive"]["steps_per_second"] > 0
+    assert case["optimized"]["profile"]["steps"] == 2
+
+    campaign("data", "--work", work, "--out", out, "--num-processes", "1", "--max-seq-length", "32")
+    assert json.loads((out / "build_info.json").read_text())["max_seq_length"] == 32
+
+    campaign("train", "--work", work, "--out", out, "--hparams", hparams, "--minutes", "5", "--steps", "4",
+             "--check-seconds", "0")  # fmt: skip
+    poll = campaign("poll", "--work", work, "--out", out, "--wait", "240")
+    assert "done" in poll.stdout and '"returncode": 0' in poll.stdout, poll.stdout
+    run_hp = json.loads((work / "run" / "hparams.json").read_text())
+    assert run_hp["max_steps"] == 4 and run_hp["max_train_seconds"] == 300.0 and run_hp["warmup_steps"] == 1
+
+    campaign("collect", "--work", work, "--out", out)
+    pieces = sorted(out.glob("results.tar.part-*"))
+    assert pieces
+    here = tmp_path / "brought-back"
+    here.mkdir()
+    (tmp_path / "results.tar").write_bytes(b"".join(p.read_bytes() for p in pieces))
+    with tarfile.open(tmp_path / "results.tar") as tar:
+        tar.extractall(here, filter="data")
+    assert json.loads((here / "trainer_state.json").read_text())["global_step"] == 4
+    assert "disc_auc" in json.loads((here / "eval.json").read_text())["metrics"]
+    from transformers import AutoModelForTokenClassification
+
+    model = AutoModelForTokenClassification.from_pretrained(here / "export" / "discriminator", num_labels=3)
+    assert model.config.hidden_size == 32
+
+    shipped = tmp_path / "assets" / "bioelectra-small"
+    campaign("ship", "--export", here / "export", "--target", shipped)
+    from safetensors import safe_open
+
+    with safe_open(shipped / "model.safetensors", "pt") as f:
+        assert {str(f.get_tensor(k).dtype) for k in f.keys()} == {"torch.float16"}
+    assert json.loads((shipped / "tokenizer_config.json").read_text())["model_max_length"] == 512
+    assert (shipped / "vocab.txt").read_text().splitlines()[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+    campaign("finetune-eval", "--work", work, "--out", out, "--trials", "1", "--only", "ncbi-small",
+             "bc5cdr-chem-twin", "--extra=--max-steps 2 --max-train-examples 8", "--quiet")  # fmt: skip
+    results = json.loads((out / "finetune.json").read_text())
+    assert set(results) == {"ncbi-small", "bc5cdr-chem-twin"}
+    assert results["ncbi-small"]["summary"] and results["ncbi-small"]["wall_seconds"] > 0
