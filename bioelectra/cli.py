@@ -252,6 +252,61 @@ def finetune(
     console.print(f"[green]results:[/] {out / 'results.json'}  {out / 'results.md'}")
 
 
+@app.command("run-finetuning")
+def run_finetuning(
+    data_dir: Annotated[
+        Path,
+        typer.Option(
+            "--data-dir",
+            "--data_dir",
+            help="The original DATA_DIR: models/<model-name>/ (TensorFlow or save_pretrained checkpoint) and "
+            "optionally finetuning_data/<task>/.",
+        ),
+    ],
+    model_name: Annotated[
+        str,
+        typer.Option(
+            "--model-name",
+            "--model_name",
+            help="The checkpoint DATA_DIR/models/<model-name>; if that folder does not exist, a --ckpt name "
+            "(bioelectra-mini, electra-small, ...).",
+        ),
+    ],
+    hparams: Annotated[
+        str,
+        typer.Option(
+            help='The original configure_finetuning.py hparams, JSON or a .json file: "task_names" (required), '
+            '"learning_rate", "num_train_epochs", "num_trials", "train_batch_size", "max_seq_length", ...'
+        ),
+    ],
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+) -> None:
+    """The original run_finetuning.py command line: each task of task_names through finetune's trial runner,
+    results also in DATA_DIR/models/<model-name>/results/<task>_results.txt (the original's format)."""
+    _setup_logging(verbose)
+    from bioelectra.training import parse_hparams_arg
+    from downstream.errors import DownstreamError
+    from downstream.original import run_original_finetuning
+    from downstream.trials import FinetuneSettings, format_summary_table, run_trials
+
+    try:
+        reports = run_original_finetuning(
+            data_dir,
+            model_name,
+            parse_hparams_arg(hparams),
+            resolve_checkpoint=_resolve_checkpoint,
+            run_trials=run_trials,
+            settings_class=FinetuneSettings,
+            log=console.print,
+        )
+    except (DownstreamError, FileNotFoundError, ValueError, OSError) as exc:
+        _fail(exc)
+        return
+    for item in reports:
+        print(format_summary_table(item["report"]))
+        console.print(f"[green]{item['task']}:[/] {item['results_txt']}")
+
+
 def _parse_folds(folds: str, settings) -> list[int]:
     """``all`` -> every fold folder of the data; ``1,3,5`` -> those folds."""
     from downstream.re import list_folds
@@ -364,7 +419,8 @@ def build_vocab(
         bool,
         typer.Option(
             "--blanks-separate-docs/--no-blanks-separate-docs",
-            help="Blank lines end documents in text files.",
+            help="Blank lines end documents in text files. The original's '--blanks-separate-docs False' works "
+            "too and does what it says (the original's argparse read it as True).",
         ),
     ] = True,
     text_field: Annotated[str, typer.Option("--text-field", help="JSONL field holding the text.")] = "text",
@@ -439,7 +495,8 @@ def build_data(
         bool,
         typer.Option(
             "--blanks-separate-docs/--no-blanks-separate-docs",
-            help="Blank lines end documents in text files.",
+            help="Blank lines end documents in text files. The original's '--blanks-separate-docs False' works "
+            "too and does what it says (the original's argparse read it as True).",
         ),
     ] = True,
     do_lower_case: Annotated[
@@ -567,13 +624,17 @@ def pretrain_train(
         ),
     ] = None,
     model_size: Annotated[
-        ModelSize, typer.Option("--model-size", "--model_size", help="Original ELECTRA size.")
-    ] = ModelSize.small,
+        ModelSize | None,
+        typer.Option(
+            "--model-size", "--model_size", help="Original ELECTRA size (default: the hparams' model_size, else small)."
+        ),
+    ] = None,
     hparams: Annotated[
         str | None,
         typer.Option(
-            help="JSON object or .json file of hparam overrides (unknown keys are an error); "
-            "see bioelectra.training.PretrainingHparams."
+            help="JSON object or .json file of hparam overrides: bioelectra.training.PretrainingHparams fields "
+            "or the original configure_pretraining.py names (TensorFlow/TPU ones are ignored, unknown keys "
+            "are an error)."
         ),
     ] = None,
     init_from: Annotated[
@@ -595,12 +656,10 @@ def pretrain_train(
 
     out = output_dir or data_dir / "models" / model_name
     try:
+        overrides = parse_hparams_arg(hparams)
+        size = model_size.value if model_size is not None else str(overrides.get("model_size", "small"))
         summary = run_pretraining(
-            data_dir=data_dir,
-            output_dir=out,
-            model_size=model_size.value,
-            hparams=parse_hparams_arg(hparams),
-            init_from=init_from,
+            data_dir=data_dir, output_dir=out, model_size=size, hparams=overrides, init_from=init_from
         )
     except (FileNotFoundError, ValueError, OSError) as exc:
         _fail(exc)
@@ -715,7 +774,12 @@ def convert(
     ] = None,
     tf_checkpoint: Annotated[
         Path | None,
-        typer.Option("--tf-checkpoint", "--tf_checkpoint", help="Same as the positional argument."),
+        typer.Option(
+            "--tf-checkpoint",
+            "--tf_checkpoint",
+            "--tf_checkpoint_path",
+            help="Same as the positional argument (--tf_checkpoint_path: transformers' old converter).",
+        ),
     ] = None,
     output_dir: Annotated[
         Path | None,
@@ -735,7 +799,13 @@ def convert(
     ] = Export.discriminator,
     config: Annotated[
         Path | None,
-        typer.Option(help="Bio-ELECTRA-style config.json (default: config.json in the checkpoint dir)."),
+        typer.Option(
+            "--config",
+            "--config_file",
+            "--electra_config_file",
+            help="Bio-ELECTRA-style or transformers config.json (default: config.json in the checkpoint dir; "
+            "--config_file / --electra_config_file: the old converters' names).",
+        ),
     ] = None,
     hparams: Annotated[
         str | None,
@@ -768,12 +838,36 @@ def convert(
             show_default=False,
         ),
     ] = None,
+    pytorch_dump_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--pytorch_dump_path",
+            help="transformers' old converter: the output. A file name (pytorch_model.bin) writes the "
+            "save_pretrained directory beside it (pytorch_model/), as --output-dir.",
+        ),
+    ] = None,
+    discriminator_or_generator: Annotated[
+        Export | None,
+        typer.Option("--discriminator_or_generator", help="transformers' old converter: the same as --export."),
+    ] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output dir.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
 ) -> None:
     """Convert an original TensorFlow ELECTRA / Bio-ELECTRA checkpoint to transformers (no TensorFlow)."""
     _setup_logging(verbose)
     from bioelectra.tf_checkpoint import TFCheckpointError, convert_tf_checkpoint
+
+    if pytorch_dump_path is not None:
+        if output_dir is not None and output_dir != pytorch_dump_path:
+            _fail(_UserError("give the output once: --output-dir or --pytorch_dump_path"))
+        output_dir = dump_path_directory(pytorch_dump_path)
+        if output_dir != pytorch_dump_path:
+            console.print(
+                f"[yellow]note:[/] --pytorch_dump_path {pytorch_dump_path} names a file; the save_pretrained "
+                f"directory is written beside it: {output_dir}"
+            )
+    if discriminator_or_generator is not None:
+        export = discriminator_or_generator
 
     if tf_checkpoint_arg is not None and tf_checkpoint is not None and tf_checkpoint_arg != tf_checkpoint:
         _fail(_UserError("give the checkpoint directory once: as TF_CHECKPOINT or as --tf-checkpoint"))
@@ -801,6 +895,18 @@ def convert(
     print(_format_conversion_report(report))
     if report.vocab_note:
         console.print(f"[bold yellow]note:[/] {report.vocab_note}")
+
+
+#: File endings of a single weights file (what transformers' old converter wrote to --pytorch_dump_path).
+_WEIGHT_FILE_SUFFIXES = (".bin", ".pt", ".pth", ".safetensors", ".ckpt")
+
+
+def dump_path_directory(path: Path) -> Path:
+    """The output directory for an old-style ``--pytorch_dump_path``: the path itself, or, when it names a
+    weights file (``.../pytorch_model.bin``), a directory of its stem beside it (``.../pytorch_model``)."""
+    if path.suffix in _WEIGHT_FILE_SUFFIXES and not path.is_dir():
+        return path.with_suffix("")
+    return path
 
 
 def _format_conversion_report(report) -> str:
@@ -837,10 +943,54 @@ def _offline_default() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+#: Flags that the original scripts take with a value (argparse ``type=bool``) and this CLI as an on/off
+#: pair: ``--blanks-separate-docs False`` (build_pretraining_dataset.py) becomes ``--no-blanks-separate-docs``.
+ORIGINAL_VALUE_FLAGS: dict[str, tuple[str, str]] = {
+    "--blanks-separate-docs": ("--blanks-separate-docs", "--no-blanks-separate-docs"),
+}
+_TRUE_WORDS = frozenset({"true", "1", "yes", "y", "t"})
+_FALSE_WORDS = frozenset({"false", "0", "no", "n", "f"})
+
+
+def normalize_original_flags(args: list[str]) -> list[str]:
+    """Rewrite the original scripts' ``--flag True|False`` (and ``--flag=False``) into this CLI's on/off
+    flags, doing what the words say. (The original's argparse ``type=bool`` read any non-empty word,
+    ``False`` included, as True.) Other arguments pass through unchanged.
+
+    Raises:
+        _UserError: ``--flag=WORD`` with a word that is neither true nor false.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, value = arg.partition("=")
+        if name in ORIGINAL_VALUE_FLAGS:
+            on, off = ORIGINAL_VALUE_FLAGS[name]
+            if not eq and i + 1 < len(args) and args[i + 1].lower() in _TRUE_WORDS | _FALSE_WORDS:
+                value, i = args[i + 1], i + 1
+            elif not eq:
+                value = "true"
+            if value.lower() not in _TRUE_WORDS | _FALSE_WORDS:
+                raise _UserError(f"{name}={value!r}: expected True or False")
+            arg = on if value.lower() in _TRUE_WORDS else off
+        out.append(arg)
+        i += 1
+    return out
+
+
+def _original_args() -> list[str]:
+    try:
+        return normalize_original_flags(sys.argv[1:])
+    except _UserError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        raise SystemExit(2) from None
+
+
 def main() -> None:
     """``bioelectra`` console script."""
     _offline_default()
-    app()
+    app(args=_original_args())
 
 
 def _single(command_name: str) -> typer.Typer:
@@ -857,10 +1007,16 @@ def finetune_main() -> None:
     _single("finetune")(prog_name="finetune.py")
 
 
+def run_finetuning_main() -> None:
+    """``python run_finetuning.py ...``: the original fine-tuning command line."""
+    _offline_default()
+    _single("run-finetuning")(prog_name="run_finetuning.py")
+
+
 def pretrain_main() -> None:
     """``python pretrain.py ...``: the pretrain command group."""
     _offline_default()
-    pretrain_app(prog_name="pretrain.py")
+    pretrain_app(args=_original_args(), prog_name="pretrain.py")
 
 
 def convert_main() -> None:

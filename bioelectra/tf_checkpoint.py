@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from bioelectra.hparams import ORIGINAL_PRETRAINING_HPARAMS
+
 logger = logging.getLogger(__name__)
 
 
@@ -701,17 +703,8 @@ def generator_mapping(
 # sizes, settings and conversion
 # ==================================================================================================
 
-#: Keys of the original ``--hparams`` (google-research/electra ``configure_pretraining.py``).
-ORIGINAL_HPARAMS = frozenset(
-    """model_name data_dir debug do_train do_eval electra_objective gen_weight disc_weight mask_prob
-    learning_rate lr_decay_power weight_decay_rate num_warmup_steps iterations_per_loop save_checkpoints_steps
-    num_train_steps
-    num_eval_steps model_size model_hparam_overrides embedding_size vocab_size do_lower_case uniform_generator
-    untied_generator_embeddings untied_generator generator_layers generator_hidden_size disallow_correct
-    temperature max_seq_length train_batch_size eval_batch_size use_tpu num_tpu_cores tpu_job_name tpu_name
-    tpu_zone gcp_project pretrain_tfrecords vocab_file model_dir results_txt results_pkl
-    max_predictions_per_seq""".split()
-)
+#: Keys of the original ``--hparams``: the one definition, :data:`bioelectra.hparams.ORIGINAL_PRETRAINING_HPARAMS`.
+ORIGINAL_HPARAMS = frozenset(ORIGINAL_PRETRAINING_HPARAMS)
 #: Keys accepted in a ``config.json`` next to the checkpoint: Bio-ELECTRA's format (its README) and the keys
 #: of a transformers ``ElectraConfig`` (5.x, plus 4.x's ``position_embedding_type`` / ``torch_dtype``).
 CONFIG_KEYS = frozenset(

@@ -34,6 +34,13 @@ import torch
 from transformers import PrinterCallback, ProgressCallback, Trainer, TrainerCallback, TrainingArguments
 
 from bioelectra.configuration import ElectraPretrainingConfig
+from bioelectra.hparams import (
+    DEBUG_SETTINGS,
+    ORIGINAL_PRETRAINING_HPARAMS,
+    RENAMED,
+    SIZE_DEFAULTS,
+    classify_original_hparams,
+)
 from bioelectra.masking import ElectraMaskingCollator
 from bioelectra.modeling import ElectraPretrainingModel
 from bioelectra.optimization import ElectraAdamW, decay_parameter_groups, electra_lr_scheduler
@@ -41,6 +48,9 @@ from bioelectra.optimization import ElectraAdamW, decay_parameter_groups, electr
 logger = logging.getLogger(__name__)
 
 HPARAMS_FILE = "hparams.json"
+#: Where the original layout keeps the examples under ``--data-dir`` (``configure_pretraining.py``'s
+#: ``pretrain_tfrecords``).
+ORIGINAL_DATA_SUBDIR = "pretrain_tfrecords"
 EVAL_RESULTS_FILE = "eval_results.json"
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 
@@ -191,38 +201,10 @@ class PretrainingHparams:
         return dataclasses.asdict(self)
 
 
-#: Per-size defaults (original ``configure_pretraining.py`` and paper Table 6).
-SIZE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "small": {
-        "learning_rate": 5e-4,
-        "per_device_train_batch_size": 128,
-        "max_steps": 1_000_000,
-        "mask_prob": 0.15,
-    },
-    "base": {
-        "learning_rate": 2e-4,
-        "per_device_train_batch_size": 256,
-        "max_steps": 766_000,
-        "mask_prob": 0.15,
-    },
-    "large": {
-        "learning_rate": 2e-4,
-        "per_device_train_batch_size": 2048,
-        "max_steps": 400_000,
-        "mask_prob": 0.25,
-    },
-}
-
-#: The original's names accepted in ``--hparams`` for the fields renamed after ``TrainingArguments``.
-HPARAM_ALIASES: dict[str, str] = {
-    "num_train_steps": "max_steps",
-    "train_batch_size": "per_device_train_batch_size",
-    "eval_batch_size": "per_device_eval_batch_size",
-    "num_warmup_steps": "warmup_steps",
-    "weight_decay_rate": "weight_decay",
-    "save_checkpoints_steps": "save_steps",
-    "keep_checkpoint_max": "save_total_limit",
-}
+#: The original's names accepted in ``--hparams`` for the fields renamed after ``TrainingArguments``
+#: (:data:`bioelectra.hparams.RENAMED`; the per-size defaults are :data:`bioelectra.hparams.SIZE_DEFAULTS`).
+HPARAM_ALIASES = RENAMED
+RENAMED_FROM = {v: k for k, v in RENAMED.items()}
 
 
 def parse_hparams_arg(value: str | None) -> dict[str, Any]:
@@ -248,36 +230,82 @@ def parse_hparams_arg(value: str | None) -> dict[str, Any]:
     return data
 
 
+def _type_error(name: str, value: Any, annotation: str) -> str | None:
+    """A message when ``value`` does not fit the field's annotation (``int``, ``float | None``, ...)."""
+    allowed = {t.strip() for t in annotation.split("|")}
+    if value is None:
+        return None if "None" in allowed else "a value, not null"
+    checks = {
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "bool": lambda v: isinstance(v, bool),
+        "str": lambda v: isinstance(v, str),
+    }
+    for t in allowed:
+        base = t.split("[")[0]
+        if base == "dict" and isinstance(value, dict):
+            return None
+        if base in checks and checks[base](value):
+            return None
+    expected = " or ".join(sorted(t.split("[")[0].replace("dict", "a JSON object") for t in allowed if t != "None"))
+    return f"{expected}, got {type(value).__name__} {value!r}"
+
+
 def resolve_hparams(model_size: str, overrides: Mapping[str, Any] | None = None) -> PretrainingHparams:
     """Defaults, then the size's defaults, then ``overrides``; strict like the original's ``update``.
 
+    The original ``configure_pretraining.py`` keys are all accepted (:mod:`bioelectra.hparams`): renamed
+    ones map onto their field, TensorFlow / TPU ones are reported as ignored (``hp.ignored``), and the ones
+    fixed by something else here are kept for the checks of :func:`prepare_pretraining` (``hp.checks``:
+    ``vocab_size``, ``do_lower_case``, ``do_train``, ``do_eval``); ``debug: true`` applies the original's
+    debug sizes (:data:`bioelectra.hparams.DEBUG_SETTINGS`) to the keys not given.
+
     Args:
-        model_size: ``small``, ``base`` or ``large``.
-        overrides: field names of :class:`PretrainingHparams` (or the original's names in
-            :data:`HPARAM_ALIASES`) to values.
+        model_size: ``small``, ``base`` or ``large``; a ``model_size`` key in ``overrides`` must agree.
+        overrides: field names of :class:`PretrainingHparams` or original names, to values.
 
     Raises:
-        ValueError: an unknown size, an unknown key (named, with the valid keys listed), or a bad value.
+        ValueError: an unknown size, an unknown key (named, with the valid keys listed), a value of the
+            wrong type (key named), a value out of range, or an original option this package does not
+            implement (e.g. ``electric_objective: true``).
     """
     if model_size not in SIZE_DEFAULTS:
         raise ValueError(f"unknown model size {model_size!r}; expected one of {sorted(SIZE_DEFAULTS)}")
-    valid = {f.name for f in dataclasses.fields(PretrainingHparams)}
+    overrides = dict(overrides or {})
+    if overrides.get("debug") is True:
+        overrides = {**DEBUG_SETTINGS, **overrides}
+    sorted_keys = classify_original_hparams(overrides)
+    fields = {f.name: f.type for f in dataclasses.fields(PretrainingHparams)}
     values: dict[str, Any] = {}
-    for key, value in (overrides or {}).items():
-        name = HPARAM_ALIASES.get(key, key)
-        if name not in valid:
+    given: list[tuple[str, str, Any]] = [
+        *((RENAMED_FROM[name], name, v) for name, v in sorted_keys["renamed"].items()),
+        *((k, k, v) for k, v in sorted_keys["same"].items()),
+        *((k, k, v) for k, v in sorted_keys["other"].items()),
+    ]
+    for key, name, value in given:
+        if name not in fields:
             raise ValueError(
-                f"unknown hparam {key!r}; valid keys: {', '.join(sorted(valid))} "
-                f"(original names also accepted: {', '.join(sorted(HPARAM_ALIASES))})"
+                f"unknown hparam {key!r}; valid keys: {', '.join(sorted(fields))} "
+                f"(and the original configure_pretraining.py names: {', '.join(sorted(ORIGINAL_PRETRAINING_HPARAMS))})"
             )
         if name in values:
             raise ValueError(f"hparam {name!r} given twice (as {key!r} and under another name)")
-        values[name] = value
+        problem = _type_error(name, value, str(fields[name]))
+        if problem:
+            raise ValueError(f"hparam {key!r}: expected {problem}")
+        values[name] = float(value) if str(fields[name]).startswith("float") and isinstance(value, int) else value
+    checks = dict(sorted_keys["checked"])
+    size = checks.pop("model_size", model_size)
+    if size != model_size:
+        raise ValueError(f"hparam model_size={size!r} disagrees with the model size {model_size!r}")
+    checks.pop("debug", None)
     hp = PretrainingHparams(**values)
     for name, default in SIZE_DEFAULTS[model_size].items():
         if getattr(hp, name) is None:
             setattr(hp, name, default)
     hp.__post_init__()
+    hp.checks = checks  # not fields: checked against the data, never saved as settings
+    hp.ignored = dict(sorted_keys["ignored"])
     return hp
 
 
@@ -300,6 +328,10 @@ class PretrainingData:
 def load_pretraining_data(data_dir: str | os.PathLike) -> PretrainingData:
     """Open the pre-training examples written by ``pretrain build-data``.
 
+    ``data_dir`` is that output, or the original layout's ``--data-dir`` that holds it as
+    ``pretrain_tfrecords/`` (the original ``build_pretraining_dataset.py --output-dir
+    $DATA_DIR/pretrain_tfrecords``, then ``run_pretraining.py --data-dir $DATA_DIR``).
+
     Raises:
         FileNotFoundError: a missing ``examples/``, ``tokenizer/`` or ``build_info.json``.
         ValueError: a missing split or column, or a tokenizer whose size disagrees with ``build_info.json``.
@@ -308,6 +340,10 @@ def load_pretraining_data(data_dir: str | os.PathLike) -> PretrainingData:
     from transformers import AutoTokenizer
 
     data_dir = Path(data_dir)
+    original = data_dir / ORIGINAL_DATA_SUBDIR
+    if not (data_dir / "build_info.json").exists() and (original / "build_info.json").is_file():
+        logger.info("%s: reading the examples in %s (the original layout)", data_dir, original)
+        data_dir = original
     for part in ("examples", "tokenizer", "build_info.json"):
         if not (data_dir / part).exists():
             raise FileNotFoundError(
@@ -889,11 +925,22 @@ def run_pretraining(
     Raises:
         FileNotFoundError, ValueError: bad data directory, hparams or ``init_from``.
     """
+    hp = hparams if isinstance(hparams, PretrainingHparams) else resolve_hparams(model_size, hparams)
+    checks = getattr(hp, "checks", {})
+    if checks.get("do_train") is False:  # the original's evaluation-only run (do_train false, do_eval true)
+        if not checks.get("do_eval", False):
+            raise ValueError("hparams do_train=false and do_eval=false: nothing to do")
+        _check_against_data(hp, load_pretraining_data(data_dir), data_dir)
+        given = dict(hparams) if isinstance(hparams, Mapping) else {}
+        wanted = {RENAMED.get(k, k): v for k, v in given.items()}
+        overrides = {k: wanted[k] for k in ("num_eval_steps", "per_device_eval_batch_size") if k in wanted}
+        result = evaluate_checkpoint(model_dir=output_dir, data_dir=data_dir, hparams=overrides)
+        return {"global_step": result["step"], "train_loss": None, "eval": result["metrics"], "output_dir": str(output_dir)}
     trainer, resume = prepare_pretraining(
         data_dir=data_dir,
         output_dir=output_dir,
         model_size=model_size,
-        hparams=hparams,
+        hparams=hp,
         init_from=init_from,
         training_args_overrides=training_args_overrides,
         callbacks=callbacks,
@@ -925,6 +972,28 @@ def run_pretraining(
     return summary
 
 
+def _check_against_data(hp: PretrainingHparams, data: PretrainingData, data_dir) -> None:
+    """The original keys fixed by the data here (``hp.checks``) must agree with it.
+
+    Raises:
+        ValueError: ``vocab_size`` differs from the data's tokenizer, or ``do_lower_case`` from the casing
+            ``build-data`` used (both named, with the file that says so).
+    """
+    checks = getattr(hp, "checks", {})
+    where = Path(data_dir) / "build_info.json"
+    if "vocab_size" in checks and checks["vocab_size"] != len(data.tokenizer):
+        raise ValueError(
+            f"hparam vocab_size={checks['vocab_size']!r}, but the data's tokenizer ({Path(data_dir) / 'tokenizer'}) "
+            f"has {len(data.tokenizer)} entries: build the data with the vocabulary the model should have"
+        )
+    built_lower = data.build_info.get("do_lower_case")
+    if "do_lower_case" in checks and built_lower is not None and bool(checks["do_lower_case"]) != bool(built_lower):
+        raise ValueError(
+            f"hparam do_lower_case={checks['do_lower_case']!r}, but {where} says the examples were built with "
+            f"do_lower_case={built_lower!r}: casing is fixed by build-data"
+        )
+
+
 def prepare_pretraining(
     *,
     data_dir: str | os.PathLike,
@@ -953,10 +1022,15 @@ def prepare_pretraining(
             f"hparam max_seq_length={hp.max_seq_length} is below the data's max_seq_length={data_len} "
             f"({Path(data_dir) / 'build_info.json'}): examples may be longer"
         )
+    _check_against_data(hp, data, data_dir)
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     resume = _last_checkpoint(output_dir)
     record = {"model_size": model_size, "data_dir": str(Path(data_dir).resolve()), **hp.to_dict()}
+    ignored = getattr(hp, "ignored", {})
+    if ignored:
+        logger.info("original hparams with no meaning here (TensorFlow / TPU / file locations), ignored: %s", ", ".join(sorted(ignored)))
+        record["ignored_original_hparams"] = ignored
     if init_from is not None:
         record["init_from"] = str(Path(init_from).resolve())
     hp_file = output_dir / HPARAMS_FILE
@@ -1040,6 +1114,7 @@ def evaluate_checkpoint(
     model_size = recorded.pop("model_size", "small")
     recorded_data = recorded.pop("data_dir", None)
     recorded.pop("init_from", None)
+    recorded.pop("ignored_original_hparams", None)
     hp = resolve_hparams(model_size, {**recorded, **dict(hparams or {})})
     data_dir = data_dir or recorded_data
     if data_dir is None:

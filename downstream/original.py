@@ -1,0 +1,227 @@
+"""The original ``run_finetuning.py`` command line (google-research/electra, as Bio-ELECTRA used it).
+
+``run_finetuning.py --data-dir DATA_DIR --model-name NAME --hparams '{"task_names": [...], ...}'`` runs each
+task of ``task_names`` through this package's trial runner:
+
+- the checkpoint is ``DATA_DIR/models/NAME`` (a TensorFlow or a ``save_pretrained`` directory); when that
+  folder does not exist, ``NAME`` is read as ``finetune --ckpt`` reads it (a shipped model, a size preset,
+  a hub id);
+- a task's data is ``DATA_DIR/finetuning_data/<task>/`` when that folder exists, else the registered
+  benchmark of that name;
+- the original's fine-tuning hyper-parameters (``configure_finetuning.py``, ``FinetuningConfig``) map onto
+  ``finetune``'s settings, with the original's defaults for the keys not given (learning rate 1e-4,
+  layer-wise decay 0.8, 3 epochs, warmup 0.1, batch 32; large: 5e-5 and 0.9); TensorFlow / TPU settings,
+  file locations and question-answering settings are accepted and reported as ignored; unknown keys are
+  an error, as in the original's ``FinetuningConfig.update``;
+- results go to ``DATA_DIR/models/NAME/results/<task>_results.txt`` in the original's format (one line per
+  trial with the development-set precision, recall and F1 in percent, as the original evaluates on
+  ``dev``), beside this package's ``results.json`` / ``results.md`` under the output folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+#: ``FinetuningConfig``'s keys that map onto ``FinetuneSettings`` fields.
+MAPPED: dict[str, str] = {
+    "learning_rate": "learning_rate",
+    "layerwise_lr_decay": "layerwise_lr_decay",
+    "num_train_epochs": "num_train_epochs",
+    "warmup_proportion": "warmup_ratio",
+    "weight_decay_rate": "weight_decay",
+    "max_seq_length": "max_seq_length",
+    "train_batch_size": "per_device_train_batch_size",
+    "eval_batch_size": "per_device_eval_batch_size",
+    "num_trials": "num_trials",
+}
+#: The original's defaults of the mapped keys (``configure_finetuning.py``), and the large size's.
+ORIGINAL_DEFAULTS: dict[str, Any] = {
+    "learning_rate": 1e-4,
+    "layerwise_lr_decay": 0.8,
+    "num_train_epochs": 3.0,
+    "warmup_proportion": 0.1,
+    "weight_decay_rate": 0.01,
+    "max_seq_length": 128,
+    "train_batch_size": 32,
+    "eval_batch_size": 32,
+    "num_trials": 1,
+}
+LARGE_DEFAULTS: dict[str, Any] = {"learning_rate": 5e-5, "layerwise_lr_decay": 0.9}
+#: Keys with no meaning here (TensorFlow / TPU, file locations, model shape fixed by the checkpoint,
+#: outputs this package writes anyway, question answering): accepted and reported.
+IGNORED: frozenset[str] = frozenset(
+    """model_name data_dir debug log_examples keep_all_models model_hparam_overrides embedding_size vocab_size
+    do_lower_case save_checkpoints_steps iterations_per_loop use_tfrecords_if_existing write_test_outputs
+    n_writes_test predict_batch_size double_unordered max_query_length doc_stride n_best_size
+    max_answer_length answerable_classifier answerable_uses_start_logits answerable_weight joint_prediction
+    beam_size qa_na_threshold use_tpu num_tpu_cores tpu_job_name tpu_name tpu_zone gcp_project raw_data_dir
+    vocab_file init_checkpoint model_dir results_txt results_pkl qa_eval_file qa_preds_file qa_na_file
+    preprocessed_data_dir test_predictions""".split()
+)
+#: Keys implemented with one value only here.
+ONLY: dict[str, Any] = {"do_train": True, "do_eval": True}
+OTHER: frozenset[str] = frozenset({"task_names", "model_size"})
+SIZES = ("small", "base", "large")
+
+
+@dataclasses.dataclass
+class OriginalRun:
+    """One task of a ``run_finetuning.py`` command, resolved: what to run and where results go."""
+
+    task: str
+    kind: str  # "ner" or "re"
+    dataset: str | None
+    data_dir: Path | None
+    settings: dict[str, Any]
+    output_dir: Path
+    results_txt: Path
+
+
+def parse_original_hparams(hparams: Mapping[str, Any], *, where: str = "--hparams") -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+    """``(task_names, finetune settings, ignored keys)`` of an original ``--hparams`` mapping.
+
+    Raises:
+        ValueError: no ``task_names`` (the original requires it), an unknown key, a key this package
+            implements with one value only given another (``do_train: false``), a bad ``model_size``.
+    """
+    unknown = sorted(set(hparams) - set(MAPPED) - IGNORED - set(ONLY) - OTHER)
+    if unknown:
+        valid = sorted(set(MAPPED) | IGNORED | set(ONLY) | OTHER)
+        raise ValueError(f"{where}: unknown hparam(s) {unknown} (not in the original configure_finetuning.py: {', '.join(valid)})")
+    for key, value in ONLY.items():
+        if key in hparams and hparams[key] != value:
+            raise ValueError(f"{where}: {key}={hparams[key]!r} is not supported here (only {key}={value!r})")
+    tasks = hparams.get("task_names")
+    if isinstance(tasks, str):
+        tasks = [tasks]
+    if not tasks or not isinstance(tasks, list) or not all(isinstance(t, str) and t for t in tasks):
+        raise ValueError(f'{where}: "task_names" must be a non-empty list of task names, e.g. ["ncbi-disease"]')
+    size = hparams.get("model_size", "small")
+    if size not in SIZES:
+        raise ValueError(f"{where}: model_size={size!r}; expected one of {', '.join(SIZES)}")
+    values = {**ORIGINAL_DEFAULTS, **(LARGE_DEFAULTS if size == "large" else {})}
+    values.update({k: v for k, v in hparams.items() if k in MAPPED})
+    settings = {MAPPED[k]: v for k, v in values.items()}
+    ignored = {k: v for k, v in hparams.items() if k in IGNORED}
+    return list(tasks), settings, ignored
+
+
+def plan_original_runs(
+    data_dir: Path, model_name: str, hparams: Mapping[str, Any], *, output_root: Path | None = None
+) -> tuple[list[OriginalRun], dict[str, Any]]:
+    """One :class:`OriginalRun` per task, in ``task_names`` order, and the ignored keys.
+
+    Raises:
+        ValueError: bad hparams (:func:`parse_original_hparams`), or a task that is neither a folder of
+            ``DATA_DIR/finetuning_data`` nor a registered benchmark.
+    """
+    from downstream.registry import DATASETS
+
+    tasks, settings, ignored = parse_original_hparams(hparams)
+    model_dir = data_dir / "models" / model_name
+    output_root = output_root or (model_dir if model_dir.is_dir() else data_dir / "models" / model_name)
+    runs = []
+    for task in tasks:
+        folder = data_dir / "finetuning_data" / task
+        spec = DATASETS.get(task)
+        if not folder.is_dir() and spec is None:
+            raise ValueError(
+                f"task {task!r}: no folder {folder} and not a registered benchmark "
+                f"({', '.join(sorted(DATASETS))})"
+            )
+        kind = spec.task if spec is not None else _guess_kind(folder)
+        runs.append(
+            OriginalRun(
+                task=task,
+                kind=kind,
+                dataset=None if folder.is_dir() else task,
+                data_dir=folder if folder.is_dir() else None,
+                settings=dict(settings),
+                output_dir=output_root / "finetuning_models" / f"{task}_model",
+                results_txt=output_root / "results" / f"{task}_results.txt",
+            )
+        )
+    return runs, ignored
+
+
+def _guess_kind(folder: Path) -> str:
+    """A task folder not in the registry: NER when its train file is one token per line with a tab."""
+    from downstream.registry import find_split_files
+
+    train = find_split_files(folder).get("train")
+    if train is None:
+        raise ValueError(f"{folder}: no train file (train.tsv)")
+    import gzip
+
+    opener = gzip.open if train.suffix == ".gz" else open
+    with opener(train, "rt", encoding="utf-8-sig") as fh:
+        lines = [line.rstrip("\n") for _, line in zip(range(50), fh, strict=False)]
+    tokens = [line.split("\t") for line in lines if line.strip()]
+    return "ner" if tokens and all(len(t) >= 2 and " " not in t[0] for t in tokens) else "re"
+
+
+def original_results_lines(task: str, report: Mapping[str, Any]) -> list[str]:
+    """One line per trial as the original writes them: ``task: precision: 83.54 - recall: 86.54 - f1: 85.01 -
+    loss: 0.32`` (development set, percent, two decimals; keys the task's dev metrics have)."""
+    lines = []
+    for trial in report.get("trials", []):
+        dev = trial.get("dev") or {}
+        parts = []
+        for key in ("precision", "recall", "f1", "micro_f1", "accuracy"):
+            if isinstance(dev.get(key), int | float):
+                parts.append(f"{key}: {100 * dev[key]:.2f}")
+        if isinstance(dev.get("loss"), int | float):
+            parts.append(f"loss: {dev['loss']:.2f}")
+        lines.append(f"{task}: " + " - ".join(parts))
+    return lines
+
+
+def run_original_finetuning(
+    data_dir: Path,
+    model_name: str,
+    hparams: Mapping[str, Any],
+    *,
+    resolve_checkpoint: Callable[[str, Path], str],
+    run_trials: Callable[[Any], dict],
+    settings_class: type,
+    log: Callable[[str], None] = print,
+) -> list[dict[str, Any]]:
+    """Run every task of a ``run_finetuning.py`` command one after another; returns their reports.
+
+    ``resolve_checkpoint`` turns a checkpoint name or folder into a loadable directory (``finetune
+    --ckpt``'s rules); ``run_trials`` / ``settings_class`` are the trial runner and its settings.
+
+    Raises:
+        ValueError, FileNotFoundError: bad hparams, task or checkpoint (see :func:`plan_original_runs`).
+    """
+    runs, ignored = plan_original_runs(data_dir, model_name, hparams)
+    if ignored:
+        log(f"original hparams with no meaning here, ignored: {', '.join(sorted(ignored))}")
+    model_dir = data_dir / "models" / model_name
+    ckpt = str(model_dir) if model_dir.is_dir() else model_name
+    if not model_dir.is_dir():
+        log(f"{model_dir} does not exist: reading --model-name {model_name!r} as finetune --ckpt does")
+    reports = []
+    for run in runs:
+        checkpoint = resolve_checkpoint(ckpt, run.output_dir)
+        settings = settings_class(
+            task=run.kind,
+            dataset=run.dataset,
+            data_dir=run.data_dir,
+            checkpoint=checkpoint,
+            checkpoint_name=ckpt,
+            output_dir=run.output_dir,
+            **run.settings,
+        )
+        log(f"task {run.task} ({run.kind}): {json.dumps(run.settings)} -> {run.output_dir}")
+        report = run_trials(settings)
+        run.results_txt.parent.mkdir(parents=True, exist_ok=True)
+        tmp = run.results_txt.with_name(f".{run.results_txt.name}.tmp")
+        tmp.write_text("".join(line + "\n" for line in original_results_lines(run.task, report)))
+        tmp.replace(run.results_txt)
+        reports.append({"task": run.task, "report": report, "results_txt": str(run.results_txt)})
+    return reports
