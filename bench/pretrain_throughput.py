@@ -174,6 +174,7 @@ def case_config(size: str, vocab_size: int, seq_len: int, layers: int | None) ->
 
     raw = parse_hparams_arg(size)
     model_size = raw.pop("model_size", "small")
+    vocab_size = int(raw.pop("vocab_size", vocab_size))  # the recipe's vocabulary, when it names one
     hp = resolve_hparams(model_size, raw)
     hp.model_hparam_overrides = {**overrides, **hp.model_hparam_overrides}
     if layers:

@@ -304,7 +304,7 @@ def cmd_setup(args) -> None:
         if not pack.is_dir():
             raise SystemExit(f"error: {pack}: no such pack folder (run the pack stage here and carry it)")
         wheels = pack / "wheels"
-        if wheels.is_dir():
+        if wheels.is_dir() and not args.skip_wheels:
             run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--no-compile",
                  "--upgrade", "--target", work / "site", *sorted(wheels.glob("*.whl"))])  # fmt: skip
         for name in ("vocab", "init-from"):
@@ -648,6 +648,7 @@ def main(argv: list[str] | None = None) -> None:
 
     p = stage("setup", cmd_setup, "install wheels, unpack packs, record the machine (device)")
     p.add_argument("--pack", type=Path, action="append", default=[])
+    p.add_argument("--skip-wheels", action="store_true", help="a rehearsal where the packages are installed already")
 
     p = stage("bench", cmd_bench, "pre-training throughput, ours against the naive loop (device)")
     p.add_argument("--cases", default=None)
