@@ -204,6 +204,8 @@ def finetune(
         _fail(_UserError("give --fold K or --folds all, not both"))
     name = dataset or data_dir.name  # type: ignore[union-attr]
     out = output_dir or Path("runs") / f"{loader.value}-{name}"
+    if out.exists() and not out.is_dir():
+        _fail(_UserError(f"--output-dir {out}: exists and is a file, not a folder"))
     try:
         check_layerwise_lr_decay(layerwise_lr_decay)  # before any checkpoint is built or converted
         model_path = _resolve_checkpoint(ckpt, out)

@@ -25,14 +25,15 @@ article), so memory does not grow with the corpus.
 
 from __future__ import annotations
 
-import gzip
-import io
+import contextlib
 import json
 import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bioelectra.textio import GZIP_ERRORS, decode_utf8, gzip_problem, iter_lines, open_binary
 
 Document = list[str]
 
@@ -83,10 +84,6 @@ def reader_for(path: str | os.PathLike) -> str | None:
     return None
 
 
-def _open_text(path: Path) -> io.TextIOBase:
-    if path.name.endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="strict")
-    return open(path, encoding="utf-8")
 
 
 #: Plain files up to this size are read and decoded in one call (about twice as fast as line iteration on
@@ -110,26 +107,21 @@ def read_text_file(path: str | os.PathLike, *, blanks_separate_docs: bool = True
     doc: Document = []
     try:
         if not path.name.endswith(".gz") and path.stat().st_size <= WHOLE_FILE_BYTES:
-            with open(path, "rb") as f:
-                text = f.read().decode("utf-8")
+            text = decode_utf8(path.read_bytes(), path, error=CorpusError)
             if "\r" in text:
                 text = text.replace("\r\n", "\n").replace("\r", "\n")
             lines: Iterable[str] = text.split("\n")
-            handle = None
         else:
-            handle = _open_text(path)
-            lines = handle
-        try:
-            for raw in lines:
-                line = raw.strip()
-                if line:
-                    doc.append(line)
-                elif blanks_separate_docs and doc:
-                    yield doc
-                    doc = []
-        finally:
-            if handle is not None:
-                handle.close()
+            lines = iter_lines(path, error=CorpusError)
+        for lineno, raw in enumerate(lines, start=1):
+            line = raw.strip()
+            if "\x00" in line:
+                raise CorpusError(f"{path}:{lineno}: NUL bytes: a binary file, not text")
+            if line:
+                doc.append(line)
+            elif blanks_separate_docs and doc:
+                yield doc
+                doc = []
     except UnicodeDecodeError as exc:
         lineno = _line_of_bad_utf8(path)
         raise CorpusError(
@@ -139,10 +131,18 @@ def read_text_file(path: str | os.PathLike, *, blanks_separate_docs: bool = True
         yield doc
 
 
+@contextlib.contextmanager
+def _named_gzip_errors(path: Path):
+    """Damaged gzip found while a parser streams the file: a :class:`CorpusError` naming it."""
+    try:
+        yield
+    except GZIP_ERRORS as exc:
+        raise CorpusError(gzip_problem(path, exc)) from None
+
+
 def _line_of_bad_utf8(path: Path) -> int | str:
     """Line number of the first line that is not UTF-8 (the decoder works in blocks, so re-scan)."""
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as f:
+    with open_binary(path) as f, _named_gzip_errors(path):
         for lineno, raw in enumerate(f, start=1):
             try:
                 raw.decode("utf-8")
@@ -168,8 +168,7 @@ def read_pubmed_xml(path: str | os.PathLike, *, stats: CorpusStats | None = None
         CorpusError: not well-formed XML, or the root element is not ``PubmedArticleSet`` (names the line).
     """
     path = Path(path)
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as f:
+    with open_binary(path) as f, _named_gzip_errors(path):
         context = ET.iterparse(f, events=("start", "end"))
         root = None
         try:
@@ -218,34 +217,42 @@ def read_jsonl(
             list of strings (names file and line).
     """
     path = Path(path)
-    with _open_text(path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise CorpusError(f"{path}:{lineno}: expected one JSON object per line: {exc.msg}") from exc
-            if not isinstance(record, dict) or text_field not in record:
-                keys = sorted(record) if isinstance(record, dict) else type(record).__name__
-                raise CorpusError(
-                    f"{path}:{lineno}: expected an object with field {text_field!r}, got {keys}"
-                )
-            value = record[text_field]
-            if isinstance(value, str):
-                lines = value.splitlines()
-            elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-                lines = value
-            else:
-                raise CorpusError(
-                    f"{path}:{lineno}: field {text_field!r} must be a string or a list of strings, "
-                    f"got {type(value).__name__}"
-                )
-            doc = [s for s in (line.strip() for line in lines) if s]
-            if doc:
-                yield doc
-            elif stats is not None:
-                stats.empty_records += 1
+    try:
+        yield from _jsonl_documents(path, text_field, stats)
+    except UnicodeDecodeError as exc:
+        raise CorpusError(
+            f"{path}:{_line_of_bad_utf8(path)}: expected UTF-8 text, got undecodable bytes ({exc.reason})"
+        ) from exc
+
+
+def _jsonl_documents(path: Path, text_field: str, stats: CorpusStats | None) -> Iterator[Document]:
+    for lineno, raw in enumerate(iter_lines(path, error=CorpusError), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(f"{path}:{lineno}: expected one JSON object per line: {exc.msg}") from exc
+        if not isinstance(record, dict) or text_field not in record:
+            keys = sorted(record) if isinstance(record, dict) else type(record).__name__
+            raise CorpusError(
+                f"{path}:{lineno}: expected an object with field {text_field!r}, got {keys}"
+            )
+        value = record[text_field]
+        if isinstance(value, str):
+            lines = value.splitlines()
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            lines = value
+        else:
+            raise CorpusError(
+                f"{path}:{lineno}: field {text_field!r} must be a string or a list of strings, "
+                f"got {type(value).__name__}"
+            )
+        doc = [s for s in (line.strip() for line in lines) if s]
+        if doc:
+            yield doc
+        elif stats is not None:
+            stats.empty_records += 1
 
 
 def list_corpus_files(corpus_dir: str | os.PathLike) -> list[Path]:

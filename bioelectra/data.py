@@ -622,7 +622,13 @@ def build_pretraining_data(settings: BuildDataSettings) -> dict:
     start_time = time.perf_counter()  # throughput clock: reading, tokenizing, packing, writing
     setup_seconds = start_time - setup_start
     output_dir.parent.mkdir(parents=True, exist_ok=True)
+    for stale in output_dir.parent.glob(f".{output_dir.name}.tmp-*"):  # left by a killed build of this output
+        logger.warning("removing %s, the half-written output of an earlier build-data that was stopped", stale)
+        shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.tmp-", dir=output_dir.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; the output is an ordinary folder
     try:
         tokenizer.save_pretrained(str(tmp / TOKENIZER_DIRNAME))
         shutil.copyfile(settings.vocab_file, tmp / TOKENIZER_DIRNAME / "vocab.txt")

@@ -805,25 +805,108 @@ def load_pretraining_model(path: str | os.PathLike, **config_overrides: Any) -> 
     )
 
 
+#: What a Trainer checkpoint must hold to be resumed from (``Trainer._save_checkpoint`` writes the weights,
+#: then optimizer and scheduler, then ``trainer_state.json`` last): a kill mid-save leaves some missing.
+CHECKPOINT_FILES = ("config.json", "trainer_state.json", "optimizer.pt", "scheduler.pt")
+#: Where ``pretrain train`` moves checkpoints it cannot resume from (never deleted).
+INCOMPLETE_DIR = "incomplete-checkpoints"
+
+
+def checkpoint_problem(path: str | os.PathLike) -> str | None:
+    """Why the Trainer checkpoint ``path`` cannot be resumed from, or None when it is complete: every file
+    of :data:`CHECKPOINT_FILES` and the weights are there, ``trainer_state.json`` parses with a
+    ``global_step``, the safetensors header and the torch zip archives (optimizer, scheduler) are whole."""
+    import zipfile
+
+    path = Path(path)
+    missing = [f for f in CHECKPOINT_FILES if not (path / f).is_file()]
+    weights = [f for f in ("model.safetensors", "model.safetensors.index.json") if (path / f).is_file()]
+    if not weights:
+        missing.append("model.safetensors")
+    if missing:
+        return f"missing {', '.join(missing)}"
+    try:
+        state = json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
+        int(state["global_step"])
+    except (ValueError, KeyError, TypeError) as exc:
+        return f"trainer_state.json unreadable ({type(exc).__name__})"
+    if weights[0] == "model.safetensors":
+        from safetensors import safe_open
+
+        try:
+            with safe_open(str(path / "model.safetensors"), "pt") as f:
+                f.keys()
+        except Exception as exc:  # noqa: BLE001 - any failure means the file is damaged
+            return f"model.safetensors unreadable ({exc})"
+    for name in ("optimizer.pt", "scheduler.pt"):
+        try:
+            with zipfile.ZipFile(path / name) as archive:
+                archive.namelist()
+        except (zipfile.BadZipFile, OSError) as exc:
+            return f"{name} truncated or damaged ({exc})"
+    return None
+
+
+def _checkpoint_dirs(model_dir: Path) -> list[tuple[int, Path]]:
+    return sorted(
+        (int(m.group(1)), p) for p in model_dir.glob("checkpoint-*") if (m := CHECKPOINT_RE.match(p.name)) and p.is_dir()
+    )
+
+
+def set_aside_incomplete_checkpoints(model_dir: str | os.PathLike) -> list[str]:
+    """Move every checkpoint that :func:`checkpoint_problem` rejects into ``model_dir/incomplete-checkpoints/``
+    (renamed, never deleted) and log why; returns one line per checkpoint moved. Only the main process
+    (``RANK`` 0 or unset) moves; other ranks only skip them."""
+    model_dir = Path(model_dir)
+    moved = []
+    main = os.environ.get("RANK", "0") == "0"
+    for _, path in _checkpoint_dirs(model_dir):
+        problem = checkpoint_problem(path)
+        if problem is None:
+            continue
+        line = f"{path.name}: {problem}"
+        if main:
+            target = model_dir / INCOMPLETE_DIR / path.name
+            k = 1
+            while target.exists():
+                target = model_dir / INCOMPLETE_DIR / f"{path.name}.{k}"
+                k += 1
+            target.parent.mkdir(exist_ok=True)
+            path.rename(target)
+            line += f" (moved to {target})"
+        logger.warning("skipping incomplete checkpoint %s", line)
+        moved.append(line)
+    return moved
+
+
 def find_checkpoint(model_dir: str | os.PathLike, step: int | None = None) -> Path:
-    """``model_dir/checkpoint-<step>``, the newest checkpoint when ``step`` is None, or ``model_dir``
-    itself when it is a model save directory.
+    """``model_dir/checkpoint-<step>``, the newest complete checkpoint when ``step`` is None (incomplete ones,
+    left by a kill during a save, are skipped with a warning), or ``model_dir`` itself when it is a model
+    save directory.
 
     Raises:
         FileNotFoundError: no such checkpoint.
+        ValueError: the checkpoint asked for by ``step`` is incomplete (what is wrong named).
     """
     model_dir = Path(model_dir)
-    steps = sorted(
-        int(m.group(1))
-        for p in model_dir.glob("checkpoint-*")
-        if (m := CHECKPOINT_RE.match(p.name)) and p.is_dir()
-    )
+    found = _checkpoint_dirs(model_dir)
+    steps = [s for s, _ in found]
     if step is not None:
         if step not in steps:
             raise FileNotFoundError(f"{model_dir}: no checkpoint-{step} (found steps {steps})")
-        return model_dir / f"checkpoint-{step}"
+        path = model_dir / f"checkpoint-{step}"
+        if not (path / "config.json").is_file() or not any(
+            (path / f).is_file() for f in ("model.safetensors", "model.safetensors.index.json")
+        ):
+            raise ValueError(f"{path}: incomplete checkpoint ({checkpoint_problem(path)})")
+        return path
+    for _, path in reversed(found):
+        problem = checkpoint_problem(path)
+        if problem is None:
+            return path
+        logger.warning("skipping incomplete checkpoint %s: %s", path, problem)
     if steps:
-        return model_dir / f"checkpoint-{steps[-1]}"
+        raise FileNotFoundError(f"{model_dir}: every checkpoint is incomplete (steps {steps}); nothing to use")
     if (model_dir / "config.json").is_file():
         return model_dir
     raise FileNotFoundError(f"{model_dir}: no checkpoint-N directories and no config.json")
@@ -838,6 +921,7 @@ def _checkpoint_step(checkpoint: str | os.PathLike) -> int:
 
 
 def _last_checkpoint(output_dir: Path) -> str | None:
+    set_aside_incomplete_checkpoints(output_dir)
     try:
         found = find_checkpoint(output_dir)
     except FileNotFoundError:

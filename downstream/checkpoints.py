@@ -34,6 +34,8 @@ def load_tokenizer(checkpoint: str):
     from transformers import AutoTokenizer
 
     is_local = Path(checkpoint).is_dir()
+    if is_local:
+        check_checkpoint_dir(Path(checkpoint))
     if not is_local and offline_mode():
         raise DownstreamError(
             f"--ckpt {checkpoint}: looks like a hub id, but the hub is unreachable in offline mode "
@@ -47,3 +49,43 @@ def load_tokenizer(checkpoint: str):
     if not getattr(tokenizer, "is_fast", False):
         raise DownstreamError(f"--ckpt {checkpoint}: {type(tokenizer).__name__} is not a fast tokenizer (word alignment needs one)")
     return tokenizer
+
+
+#: Files any of which a ``save_pretrained`` tokenizer folder holds.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt")
+
+
+def check_checkpoint_dir(folder: Path) -> None:
+    """A local ``--ckpt`` folder must be a ``save_pretrained`` directory: ``config.json`` and tokenizer files.
+
+    Raises:
+        DownstreamError: what is missing, named (instead of transformers' guesses about sentencepiece).
+    """
+    missing = []
+    if not (folder / "config.json").is_file():
+        missing.append("config.json")
+    if not any((folder / f).is_file() for f in TOKENIZER_FILES):
+        missing.append(f"tokenizer files ({', '.join(TOKENIZER_FILES)})")
+    if missing:
+        raise DownstreamError(
+            f"--ckpt {folder}: not a save_pretrained checkpoint folder: no {' and no '.join(missing)}"
+        )
+
+
+def check_max_seq_length(checkpoint: str, max_seq_length: int) -> None:
+    """``--max-seq-length`` must fit the model's position embeddings (checked before any training).
+
+    Raises:
+        DownstreamError: it does not (both numbers named).
+    """
+    config_file = Path(checkpoint) / "config.json"
+    if not config_file.is_file():
+        return  # a hub id: checked by the model itself
+    import json
+
+    positions = json.loads(config_file.read_text(encoding="utf-8")).get("max_position_embeddings")
+    if isinstance(positions, int) and max_seq_length > positions:
+        raise DownstreamError(
+            f"--max-seq-length {max_seq_length}: the model {checkpoint} has {positions} position embeddings; "
+            f"use --max-seq-length {positions} or less"
+        )

@@ -22,13 +22,13 @@ computed on the words of the original files, never on a truncated view.
 
 from __future__ import annotations
 
-import gzip
 import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bioelectra.textio import read_text
 from downstream.errors import DataFormatError
 
 logger = logging.getLogger(__name__)
@@ -89,11 +89,8 @@ class NerSplit:
 
 
 def _open_text(path: Path) -> str:
-    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataFormatError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from exc
+    """The file's text: ``.gz`` decompressed, a byte-order mark dropped, damage named (bioelectra.textio)."""
+    return read_text(path, error=DataFormatError)
 
 
 def parse_tag(tag: str) -> tuple[str, str | None]:
@@ -412,7 +409,8 @@ def word_predictions(encoded: EncodedSplit, predicted_ids, label_ids) -> list[li
 
 def write_conll_predictions(path: str | Path, split: NerSplit, predicted_tags: Sequence[Sequence[str]]) -> None:
     """Write ``token gold predicted`` lines (space-separated, CoNLL evaluation style), a blank line after
-    each sentence. Written to a temporary name and renamed.
+    each sentence. Written to a temporary name and renamed. Whitespace inside a token (a TSV token may hold
+    spaces) is written as ``_``, so conlleval still sees three fields.
     """
     import os
 
@@ -421,6 +419,6 @@ def write_conll_predictions(path: str | Path, split: NerSplit, predicted_tags: S
     with open(tmp, "w", encoding="utf-8") as out:
         for sentence, predicted in zip(split.sentences, predicted_tags, strict=True):
             for word, gold, pred in zip(sentence.words, sentence.tags, predicted, strict=True):
-                out.write(f"{word} {gold} {pred}\n")
+                out.write(f"{'_'.join(word.split()) or '_'} {gold} {pred}\n")
             out.write("\n")
     os.replace(tmp, path)

@@ -155,11 +155,9 @@ def _guess_kind(folder: Path) -> str:
     train = find_split_files(folder).get("train")
     if train is None:
         raise ValueError(f"{folder}: no train file (train.tsv)")
-    import gzip
+    from bioelectra.textio import iter_lines
 
-    opener = gzip.open if train.suffix == ".gz" else open
-    with opener(train, "rt", encoding="utf-8-sig") as fh:
-        lines = [line.rstrip("\n") for _, line in zip(range(50), fh, strict=False)]
+    lines = [line.rstrip("\r\n") for _, line in zip(range(50), iter_lines(train), strict=False)]
     tokens = [line.split("\t") for line in lines if line.strip()]
     return "ner" if tokens and all(len(t) >= 2 and " " not in t[0] for t in tokens) else "re"
 

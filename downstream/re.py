@@ -34,7 +34,6 @@ sub-tokens and a final ``[SEP]``. Examples where this cuts away a placeholder ar
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import logging
 import random
@@ -45,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
+from bioelectra.textio import read_text
 from downstream.errors import DataFormatError, DatasetUnavailableError, DownstreamError
 
 logger = logging.getLogger(__name__)
@@ -126,13 +126,8 @@ class ReSplit:
 
 
 def _read_text(path: Path) -> str:
-    data = path.read_bytes()
-    if path.suffix == ".gz":
-        data = gzip.decompress(data)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataFormatError(f"{path}: not UTF-8 ({exc})") from None
+    """The file's text: ``.gz`` decompressed, a byte-order mark dropped, damage named (bioelectra.textio)."""
+    return read_text(path, error=DataFormatError)
 
 
 def read_re_file(path: str | Path, *, allow_empty: bool = False) -> ReSplit:

@@ -330,6 +330,10 @@ def find_split_files(folder: Path) -> dict[str, Path]:
     """
     folder = Path(folder)
     if not folder.is_dir():
+        if folder.exists():
+            raise DatasetUnavailableError(
+                f"{folder}: is a file; --data-dir takes the folder that holds train.tsv, devel.tsv and test.tsv"
+            )
         raise DatasetUnavailableError(f"data folder not found: {folder}")
     found: dict[str, Path] = {}
     for split, stems in (("train", ("train",)), ("dev", DEV_SPLIT_NAMES), ("test", ("test",))):

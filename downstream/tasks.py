@@ -108,6 +108,7 @@ class NerTask:
             train = self.splits["train"]
             train.sentences = train.sentences[:max_train_examples]
         self.labels = build_label_list(self.splits.values())
+        self.unseen_labels = _labels_not_in_training(self.splits)
         self.label2id = {label: i for i, label in enumerate(self.labels)}
         self.id2label = dict(enumerate(self.labels))
         self.encoded: dict[str, EncodedSplit] = {}
@@ -177,6 +178,24 @@ class NerTask:
     @staticmethod
     def headline(metrics: dict[str, Any]) -> dict[str, float]:
         return {k: metrics[k] for k in ("precision", "recall", "f1", "accuracy")}
+
+
+def _labels_not_in_training(splits: dict[str, NerSplit]) -> dict[str, int]:
+    """Tags of the dev / test splits that the training split never has, with their counts (logged: the
+    model cannot learn them, so their entities can only be missed)."""
+    from collections import Counter
+
+    seen = {t for sentence in splits["train"].sentences for t in sentence.tags}
+    unseen: Counter = Counter()
+    for name in ("dev", "test"):
+        for sentence in splits[name].sentences:
+            unseen.update(t for t in sentence.tags if t not in seen)
+    if unseen:
+        logger.warning(
+            "labels in dev/test that training never has (their entities can only be missed): %s",
+            ", ".join(f"{t} x{n}" for t, n in sorted(unseen.items())),
+        )
+    return dict(sorted(unseen.items()))
 
 
 class ReEvaluator:

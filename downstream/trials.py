@@ -22,10 +22,12 @@ and runs only the missing ones.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from downstream.checkpoints import load_tokenizer
+from downstream.checkpoints import check_max_seq_length, load_tokenizer
 from downstream.errors import DownstreamError
 from downstream.metrics import summarize
 from downstream.registry import find_split_files, get_spec, locate_dataset, locate_dataset_dir
@@ -121,6 +123,38 @@ class FinetuneSettings:
     dev_split_seed: int = 42
     layerwise_lr_decay: float = 1.0
     micro_batch_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse values that would finish with exit 0 and a meaningless result, or crash later.
+
+        Raises:
+            ValueError: the option named, with the value and what is expected.
+        """
+        checks = [
+            (math.isfinite(self.learning_rate) and self.learning_rate > 0, "--learning-rate", "a finite number > 0"),
+            (
+                self.max_steps > 0 or (math.isfinite(self.num_train_epochs) and self.num_train_epochs > 0),
+                "--epochs",
+                "a finite number > 0 (or --max-steps > 0)",
+            ),
+            (self.max_train_examples is None or self.max_train_examples >= 1, "--max-train-examples", "at least 1"),
+            (self.num_trials >= 1, "--trials", "at least 1"),
+            (self.max_seq_length >= 8, "--max-seq-length", "at least 8"),
+            (math.isfinite(self.weight_decay) and self.weight_decay >= 0, "--weight-decay", "a finite number >= 0"),
+            (0.0 <= self.warmup_ratio < 1.0 or self.warmup_ratio == 1.0, "--warmup-ratio", "a fraction in [0, 1]"),
+        ]
+        values = {
+            "--learning-rate": self.learning_rate,
+            "--epochs": self.num_train_epochs,
+            "--max-train-examples": self.max_train_examples,
+            "--trials": self.num_trials,
+            "--max-seq-length": self.max_seq_length,
+            "--weight-decay": self.weight_decay,
+            "--warmup-ratio": self.warmup_ratio,
+        }
+        for ok, option, expected in checks:
+            if not ok:
+                raise ValueError(f"{option} {values[option]!r}: expected {expected}")
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -470,8 +504,15 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
     trial_dir.mkdir(parents=True, exist_ok=True)
     ckpt_dir = trial_dir / "checkpoints"
     trainer, dev_evaluator = build_trainer(settings, task, tokenizer, seed=seed, output_dir=ckpt_dir)
+    trainer.add_callback(_non_finite_loss_callback(trial_index))
     started = time.perf_counter()
-    train_output = trainer.train()
+    try:
+        train_output = trainer.train()
+    except BaseException:
+        shutil.rmtree(ckpt_dir, ignore_errors=True)  # nothing half-done left behind
+        with contextlib.suppress(OSError):
+            trial_dir.rmdir()  # only when empty (a finished trial's files stay)
+        raise
     train_seconds = time.perf_counter() - started
     best_epoch = _best_epoch(trainer)
 
@@ -520,6 +561,25 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
     }
     _atomic_write(trial_dir / "trial.json", json.dumps(record, indent=2))
     return record
+
+
+def _non_finite_loss_callback(trial_index: int):
+    """A callback that stops the trial when a logged training loss is NaN or infinite (a learning rate far
+    too high, say), naming the step and the learning rate, instead of reporting an untrained model's F1."""
+    from transformers import TrainerCallback
+
+    class NonFiniteLoss(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            for key in ("loss", "train_loss", "eval_loss"):  # eval: the updated weights themselves blew up
+                value = (logs or {}).get(key)
+                if isinstance(value, int | float) and not math.isfinite(value):
+                    raise DownstreamError(
+                        f"trial {trial_index}: the {'development' if key == 'eval_loss' else 'training'} loss "
+                        f"became {value} by step {state.global_step} (learning rate {args.learning_rate:g}); "
+                        "lower --learning-rate"
+                    )
+
+    return NonFiniteLoss()
 
 
 class _RecordingEvaluator:
@@ -576,11 +636,14 @@ def run_trials(settings: FinetuneSettings) -> dict[str, Any]:
     check_metric(settings.metric)
     check_layerwise_lr_decay(settings.layerwise_lr_decay)
     output_dir = Path(settings.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise DownstreamError(f"--output-dir {output_dir}: exists and is a file, not a folder")
     files = _resolve_files(settings)
     task = build_task(settings.task, files, **_task_options(settings))
     tokenizer = load_tokenizer(settings.checkpoint)
+    check_max_seq_length(settings.checkpoint, settings.max_seq_length)
     task.encode(tokenizer, max_seq_length=settings.max_seq_length)
+    output_dir.mkdir(parents=True, exist_ok=True)  # only once the inputs are known good: no empty folders
     counts = task.counts()
     logger.info(
         "%s: train %d / dev %d / test %d %s, labels %s",
@@ -598,7 +661,11 @@ def run_trials(settings: FinetuneSettings) -> dict[str, Any]:
     for trial_index in range(settings.num_trials):
         record_path = output_dir / f"trial-{trial_index}" / "trial.json"
         if record_path.is_file():
-            previous = json.loads(record_path.read_text())
+            try:
+                previous = json.loads(record_path.read_text())
+            except (ValueError, OSError) as exc:
+                logger.warning("%s: unreadable (%s); running trial %d again", record_path, exc, trial_index)
+                previous = {}
             if previous.get("fingerprint") == settings.fingerprint() and Path(previous.get("model_dir", "")).is_dir():
                 logger.info("trial %d (seed %d): already done, reusing %s", trial_index, previous["seed"], record_path)
                 records.append(previous)

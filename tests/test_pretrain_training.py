@@ -223,6 +223,41 @@ def test_max_train_seconds_stops_saved_and_the_rerun_finishes(data_dir, tmp_path
         resolve_hparams("small", {"max_train_seconds": -1})
 
 
+@pytest.mark.parametrize(
+    "damage",
+    ["trainer_state.json", "optimizer.pt", "truncate-optimizer", "truncate-weights", "bad-state-json"],
+)
+def test_a_kill_during_a_checkpoint_save_never_blocks_the_rerun(data_dir, tmp_path, damage):
+    """Fault injection: the folder a kill -9 leaves while the Trainer writes checkpoint-N (a file missing
+    or cut short). The same call again resumes from the newest complete checkpoint, says which one it
+    skipped and why, and moves the broken one aside (never deleted); eval and export skip it too."""
+    from bioelectra.training import INCOMPLETE_DIR, export_checkpoint, find_checkpoint
+
+    out = tmp_path / "out"
+    hp = tiny_hparams(max_steps=6, save_steps=2, warmup_steps=2, save_total_limit=5)
+    with pytest.raises(KeyboardInterrupt):
+        run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp, callbacks=[_Crash(5)])
+    broken = out / "checkpoint-4"
+    if damage in ("trainer_state.json", "optimizer.pt"):
+        (broken / damage).unlink()
+    elif damage == "truncate-optimizer":
+        data = (broken / "optimizer.pt").read_bytes()
+        (broken / "optimizer.pt").write_bytes(data[: len(data) // 2])
+    elif damage == "truncate-weights":
+        data = (broken / "model.safetensors").read_bytes()
+        (broken / "model.safetensors").write_bytes(data[:100])
+    else:
+        (broken / "trainer_state.json").write_text('{"global_st')
+    assert find_checkpoint(out) == out / "checkpoint-2"  # eval / export pick the complete one
+    summary = run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp)
+    assert summary["global_step"] == 6
+    assert (out / INCOMPLETE_DIR / "checkpoint-4").is_dir()  # moved aside, not deleted
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4", "checkpoint-6"]
+    assert json.loads((out / "checkpoint-6" / "trainer_state.json").read_text())["global_step"] == 6
+    export_checkpoint(model_dir=out, output_dir=tmp_path / "export")
+    assert (tmp_path / "export" / "discriminator" / "model.safetensors").is_file()
+
+
 def test_cli_train_eval_export_end_to_end(data_dir, tmp_path):
     from transformers import AutoModelForTokenClassification, AutoTokenizer
     from typer.testing import CliRunner
