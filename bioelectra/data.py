@@ -36,7 +36,6 @@ of ``train`` is the corpus order whatever the chunking).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -46,22 +45,28 @@ import shutil
 import tempfile
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from itertools import chain
 from pathlib import Path
 
 import numpy as np
 
+from bioelectra.packing import (  # noqa: F401 - re-exported: bioelectra.data's public names
+    CROSSING_SENTENCE_TO_A_PROB,
+    MIN_RANDOM_LENGTH,
+    RANDOM_LENGTH_PROB,
+    SINGLE_SEGMENT_PROB,
+    PackStats,
+    draw_target_length,
+    pack_document,
+    split_segments,
+)
+from bioelectra.shards import _arrow_schema, _SplitWriter  # noqa: F401
+from bioelectra.textio import replace_dir
+
 logger = logging.getLogger(__name__)
 
-#: ``ExampleBuilder._create_example``: ``if random.random() < 0.1: first_segment_target_length = 100000``.
-SINGLE_SEGMENT_PROB = 0.1
-#: ``ExampleBuilder._create_example``: ``if random.random() < 0.05: target = random.randint(5, max_length)``.
-RANDOM_LENGTH_PROB = 0.05
-MIN_RANDOM_LENGTH = 5
-#: ``ExampleBuilder._create_example``: a sentence crossing A's target goes to A half of the time.
-CROSSING_SENTENCE_TO_A_PROB = 0.5
 
 EXAMPLES_DIRNAME = "examples"
 TOKENIZER_DIRNAME = "tokenizer"
@@ -69,115 +74,14 @@ BUILD_INFO_FILENAME = "build_info.json"
 SPLITS = ("train", "validation")
 
 
-# --------------------------------------------------------------------------------------------------
-# packing (pure functions on token-id lists)
-# --------------------------------------------------------------------------------------------------
 
 
-def draw_target_length(rng: random.Random, max_seq_length: int) -> int:
-    """Target length of the next example: ``max_seq_length``, or (p=0.05) uniform in [5, max_seq_length]."""
-    if rng.random() < RANDOM_LENGTH_PROB:
-        return rng.randint(MIN_RANDOM_LENGTH, max_seq_length)
-    return max_seq_length
 
 
-def split_segments(
-    sentences: Sequence[list[int]], *, target_length: int, max_seq_length: int, rng: random.Random
-) -> tuple[list[int], list[int], list[list[int]]]:
-    """Split accumulated sentences into segments A and B and cut them to fit (original ``_create_example``).
-
-    Returns:
-        ``(first_segment, second_segment, overflow)``: token ids of A and B without special tokens
-        (``len(A) + len(B) + 3 <= max_seq_length``, or ``len(A) + 2`` when B is empty) and the cut-off
-        pieces ``[tail of A, tail of B]`` (empty pieces omitted).
-    """
-    if rng.random() < SINGLE_SEGMENT_PROB:
-        first_target = 100000  # the original's "one segment" sentinel
-    else:
-        first_target = (target_length - 3) // 2  # -3: [CLS] and two [SEP] not yet added
-    first: list[int] = []
-    second: list[int] = []
-    for sentence in sentences:
-        if (
-            not first
-            or len(first) + len(sentence) < first_target
-            or (not second and len(first) < first_target and rng.random() < CROSSING_SENTENCE_TO_A_PROB)
-        ):
-            first.extend(sentence)
-        else:
-            second.extend(sentence)
-    keep_first = max_seq_length - 2
-    keep_second = max(0, max_seq_length - min(len(first), keep_first) - 3)
-    overflow = [piece for piece in (first[keep_first:], second[keep_second:]) if piece]
-    return first[:keep_first], second[:keep_second], overflow
 
 
-@dataclass
-class PackStats:
-    """Token counts of packing: ``tokens = tokens_in_examples + tokens_lost`` (WordPiece, no specials)."""
-
-    sentences: int = 0
-    tokens: int = 0
-    tokens_in_examples: int = 0
-    tokens_lost: int = 0
-    examples: int = 0
-    single_segment_examples: int = 0
 
 
-def pack_document(
-    sentences: Iterable[list[int]],
-    *,
-    max_seq_length: int,
-    rng: random.Random,
-    carry_overflow: bool = True,
-    stats: PackStats | None = None,
-) -> Iterator[tuple[list[int], list[int]]]:
-    """Pack one document's tokenized sentences into examples (see the module docstring for the rules).
-
-    Args:
-        sentences: WordPiece ids per line, without special tokens.
-        max_seq_length: tokens per example including [CLS] and [SEP]s (at least 5).
-        rng: the document's random generator.
-        carry_overflow: carry cut tokens into the next example of the document (True) or drop them (False,
-            the original's behaviour).
-        stats: counts updated in place.
-
-    Yields:
-        ``(first_segment, second_segment)`` token ids; ``second_segment`` may be empty (single segment).
-    """
-    stats = stats if stats is not None else PackStats()
-    target = draw_target_length(rng, max_seq_length)
-    current: list[list[int]] = []
-    current_length = 0
-
-    def emit() -> Iterator[tuple[list[int], list[int]]]:
-        nonlocal current, current_length, target
-        first, second, overflow = split_segments(
-            current, target_length=target, max_seq_length=max_seq_length, rng=rng
-        )
-        target = draw_target_length(rng, max_seq_length)
-        stats.examples += 1
-        stats.single_segment_examples += not second
-        stats.tokens_in_examples += len(first) + len(second)
-        if carry_overflow:
-            current = overflow
-            current_length = sum(len(piece) for piece in overflow)
-        else:
-            stats.tokens_lost += sum(len(piece) for piece in overflow)
-            current, current_length = [], 0
-        yield first, second
-
-    for sentence in sentences:
-        stats.sentences += 1
-        if not sentence:
-            continue
-        stats.tokens += len(sentence)
-        current.append(sentence)
-        current_length += len(sentence)
-        while current_length >= target:
-            yield from emit()
-    while current_length > 0:  # end of document: flush (the original's blank-line example)
-        yield from emit()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -413,115 +317,11 @@ def _chunks(docs: Iterator[list[str]], chunk_chars: int) -> Iterator[tuple[int, 
         yield index, batch
 
 
-# --------------------------------------------------------------------------------------------------
-# Arrow shards in the ``datasets.save_to_disk`` layout
-# --------------------------------------------------------------------------------------------------
-
-_FEATURES = {
-    "input_ids": {"feature": {"dtype": "int32", "_type": "Value"}, "_type": "List"},
-    "token_type_ids": {"feature": {"dtype": "int8", "_type": "Value"}, "_type": "List"},
-}
 
 
-def _arrow_schema():
-    import pyarrow as pa
-
-    meta = {"huggingface": json.dumps({"info": {"features": _FEATURES}})}
-    return pa.schema(
-        [pa.field("input_ids", pa.list_(pa.int32())), pa.field("token_type_ids", pa.list_(pa.int8()))],
-        metadata=meta,
-    )
 
 
-class _SplitWriter:
-    """Streams record batches into ``data-NNNNN-of-MMMMM.arrow`` + ``state.json``, ``dataset_info.json``."""
 
-    def __init__(self, split_dir: Path, split: str, examples_per_shard: int) -> None:
-        self.split_dir = split_dir
-        self.split = split
-        self.examples_per_shard = examples_per_shard
-        self.schema = _arrow_schema()
-        self.shards: list[Path] = []
-        self._writer = None
-        self._sink = None
-        self._rows_in_shard = 0
-        self.num_examples = 0
-        self.num_tokens = 0
-        self._hash = hashlib.sha256()
-        split_dir.mkdir(parents=True)
-
-    def _open(self) -> None:
-        import pyarrow as pa
-
-        path = self.split_dir / f"part-{len(self.shards):05d}.arrow"
-        self.shards.append(path)
-        self._sink = pa.OSFile(str(path), "wb")
-        self._writer = pa.ipc.new_stream(self._sink, self.schema)
-        self._rows_in_shard = 0
-
-    def _close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._sink.close()
-            self._writer = self._sink = None
-
-    def write(self, input_ids: np.ndarray, lengths: np.ndarray, first_lengths: np.ndarray) -> None:
-        """Append examples given as flat ids (int32), lengths and type-0 lengths (see ``ChunkResult``)."""
-        import pyarrow as pa
-
-        if len(lengths) == 0:
-            return
-        if self._writer is None or self._rows_in_shard >= self.examples_per_shard:
-            self._close()
-            self._open()
-        offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
-        np.cumsum(lengths, out=offsets[1:])
-        position = np.arange(len(input_ids), dtype=np.int32) - np.repeat(offsets[:-1], lengths)
-        token_type_ids = (position >= np.repeat(first_lengths, lengths)).astype(np.int8)
-        batch = pa.record_batch(
-            [
-                pa.ListArray.from_arrays(pa.array(offsets), pa.array(input_ids, pa.int32())),
-                pa.ListArray.from_arrays(pa.array(offsets), pa.array(token_type_ids, pa.int8())),
-            ],
-            schema=self.schema,
-        )
-        self._writer.write_batch(batch)
-        self._rows_in_shard += len(lengths)
-        self.num_examples += len(lengths)
-        self.num_tokens += len(input_ids)
-        self._hash.update(input_ids.tobytes())
-        self._hash.update(lengths.tobytes())
-
-    def finish(self) -> None:
-        """Close the last shard, give shards their final names and write the ``datasets`` metadata."""
-        self._close()
-        if not self.shards:  # an empty split still needs one (empty) file for load_from_disk
-            self._open()
-            self._close()
-        n = len(self.shards)
-        names = []
-        for i, path in enumerate(self.shards):
-            name = f"data-{i:05d}-of-{n:05d}.arrow"
-            os.replace(path, self.split_dir / name)
-            names.append(name)
-        state = {
-            "_data_files": [{"filename": name} for name in names],
-            "_fingerprint": self._hash.hexdigest()[:16],
-            "_format_columns": None,
-            "_format_kwargs": {},
-            "_format_type": None,
-            "_output_all_columns": False,
-            "_split": self.split,
-        }
-        info = {
-            "citation": "",
-            "description": "ELECTRA pre-training examples (bioelectra build-data)",
-            "features": _FEATURES,
-            "homepage": "",
-            "license": "",
-        }
-        (self.split_dir / "state.json").write_text(json.dumps(state, indent=2))
-        (self.split_dir / "dataset_info.json").write_text(json.dumps(info, indent=2))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -548,12 +348,7 @@ def _write_atomically(tmp: Path, output_dir: Path, overwrite: bool) -> None:
     if output_dir.exists():
         if not overwrite and (not output_dir.is_dir() or any(output_dir.iterdir())):
             raise FileExistsError(f"{output_dir} exists and is not empty; pass overwrite=True (--overwrite)")
-        trash = output_dir.with_name(f".{output_dir.name}.old-{os.getpid()}")
-        os.replace(output_dir, trash)
-        os.replace(tmp, output_dir)
-        shutil.rmtree(trash, ignore_errors=True)
-    else:
-        os.replace(tmp, output_dir)
+    replace_dir(tmp, output_dir)
 
 
 def cased_vocab_entries(vocab_file: str | os.PathLike) -> int:
@@ -759,8 +554,9 @@ def build_pretraining_data(settings: BuildDataSettings) -> dict:
     return info
 
 
-def load_pretraining_data(data_dir: str | os.PathLike):
-    """The ``datasets.DatasetDict`` (``train``, ``validation``) written by ``build_pretraining_data``.
+def load_examples(data_dir: str | os.PathLike):
+    """The ``datasets.DatasetDict`` (``train``, ``validation``) written by ``build_pretraining_data`` (the
+    examples alone; ``bioelectra.training.load_pretraining_data`` opens the whole folder for training).
 
     Rows: ``input_ids`` (list of int32, length <= max_seq_length, unpadded) and ``token_type_ids`` (int8).
 
@@ -784,4 +580,4 @@ def load_build_info(data_dir: str | os.PathLike) -> dict:
     path = Path(data_dir) / BUILD_INFO_FILENAME
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not found (expected the output of build-data)")
-    return json.loads(path.read_text())
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -24,7 +24,9 @@ Anything else is an unknown hparam, an error, as in the original's ``Pretraining
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 #: ``configure_pretraining.py``'s attributes and defaults (google-research/electra, last release). The path
@@ -157,3 +159,33 @@ def classify_original_hparams(values: Mapping[str, Any], *, where: str = "--hpar
         else:
             out["other"][key] = value
     return out
+
+
+def load_json_object(value: str | Path | Mapping | None, *, what: str = "--hparams") -> tuple[dict[str, Any], str]:
+    """``(object, where it came from)`` of a JSON argument given inline (``'{"mask_prob": 0.2}'``), as the
+    path of a ``.json`` file (the original scripts accept both), or already as a mapping; ``({}, "")`` for
+    None or an empty string. The one parser of ``--hparams`` / ``config.json`` arguments.
+
+    Raises:
+        ValueError: not valid JSON, not an object, or neither inline JSON nor an existing file (``what``
+            and the value or file named).
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return {}, ""
+    if isinstance(value, Mapping):
+        return dict(value), what
+    text = str(value)
+    if text.lstrip().startswith("{"):
+        source = f"{what} (inline JSON)"
+    else:
+        path = Path(text)
+        if not path.is_file():
+            raise ValueError(f"{what} {text!r}: neither a JSON object nor an existing file")
+        source, text = str(path), path.read_text(encoding="utf-8-sig")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{source}: invalid JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
+    return data, source

@@ -170,7 +170,8 @@ class ElectraPretrainingModel(PreTrainedModel):
     _supports_flash_attn = True
     _supports_attention_backend = True
     #: The loss is a mean over this batch's tokens: let Trainer divide by the accumulation steps itself
-    #: (STACK-NOTES: loss scaling trap of models whose forward takes **kwargs).
+    #: (transformers' Trainer assumes that a model whose forward takes **kwargs normalises its loss by
+    #: num_items_in_batch, and then skips the division by the gradient-accumulation steps).
     accepts_loss_kwargs = False
 
     def __init__(self, config: ElectraPretrainingConfig) -> None:

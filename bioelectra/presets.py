@@ -17,6 +17,8 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from bioelectra.textio import replace_dir
+
 logger = logging.getLogger(__name__)
 
 #: Discriminator shapes of the original ELECTRA sizes.
@@ -242,9 +244,7 @@ def _write_untrained_checkpoint(config, tokenizer, stamp: dict, output_dir: Path
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         (tmp / _STAMP_FILE).write_text(json.dumps(stamp))
-        if output_dir.exists():
-            shutil.rmtree(output_dir)
-        os.replace(tmp, output_dir)
+        replace_dir(tmp, output_dir)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

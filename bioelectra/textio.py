@@ -1,5 +1,6 @@
-"""Reading text files, plain or gzip-compressed, with errors that name the file: the one definition that
-every reader uses (NER and RE TSV, the pre-training corpus readers).
+"""Reading and writing files: plain or gzip-compressed text read with errors that name the file (every
+reader uses it: NER and RE TSV, the pre-training corpus readers), and the atomic writes (temporary name,
+then rename) of every writer of a file or a folder.
 
 - A UTF-8 byte-order mark at the start is dropped (``utf-8-sig``): Windows editors write one, and left in
   place it turns a header line into data or ``-DOCSTART-`` into a word.
@@ -12,9 +13,11 @@ every reader uses (NER and RE TSV, the pre-training corpus readers).
 from __future__ import annotations
 
 import codecs
+import contextlib
 import gzip
 import io
 import os
+import shutil
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,3 +112,37 @@ def open_binary(path: str | os.PathLike):
     """A binary handle on the file's (decompressed) content, for parsers that read bytes (XML)."""
     path = Path(path)
     return gzip.open(path, "rb") if is_gzip_name(path) else open(path, "rb")
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8"):
+    """Open ``path`` for writing through a temporary name in the same folder, renamed onto ``path`` when the
+    block ends without an error (removed when it raises): a reader never sees half a file, and a kill leaves
+    the old file (or none), never a truncated one."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with open(tmp, mode, encoding=None if "b" in mode else encoding) as handle:
+            yield handle
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (:func:`atomic_open`)."""
+    with atomic_open(path) as handle:
+        handle.write(text)
+
+
+def replace_dir(tmp: str | os.PathLike, target: str | os.PathLike) -> None:
+    """Put the finished folder ``tmp`` in place of ``target`` (which may exist): the old folder is renamed
+    aside first and removed after, so ``target`` is at every moment either the old or the new one, whole."""
+    tmp, target = Path(tmp), Path(target)
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        os.replace(target, old)
+        os.replace(tmp, target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, target)

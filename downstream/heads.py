@@ -25,7 +25,8 @@ class ElectraForRelationClassification(ElectraPreTrainedModel):
 
     The dropout is ``config.classifier_dropout`` when set, else ``config.hidden_dropout_prob`` (0.1).
     The loss is the mean cross-entropy over the batch; ``forward`` takes no ``**kwargs``, so the Trainer
-    divides by gradient accumulation steps as it should (STACK-NOTES' loss-scaling trap).
+    divides by gradient accumulation steps as it should (the Trainer skips that division for a model
+    whose forward takes ``**kwargs``, assuming it normalises by ``num_items_in_batch`` itself).
     """
 
     accepts_loss_kwargs = False

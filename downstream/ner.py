@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bioelectra.textio import read_text
+from bioelectra.textio import atomic_open, read_text
 from downstream.errors import DataFormatError
 
 logger = logging.getLogger(__name__)
@@ -412,13 +412,8 @@ def write_conll_predictions(path: str | Path, split: NerSplit, predicted_tags: S
     each sentence. Written to a temporary name and renamed. Whitespace inside a token (a TSV token may hold
     spaces) is written as ``_``, so conlleval still sees three fields.
     """
-    import os
-
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as out:
+    with atomic_open(path) as out:
         for sentence, predicted in zip(split.sentences, predicted_tags, strict=True):
             for word, gold, pred in zip(sentence.words, sentence.tags, predicted, strict=True):
                 out.write(f"{'_'.join(word.split()) or '_'} {gold} {pred}\n")
             out.write("\n")
-    os.replace(tmp, path)

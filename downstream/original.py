@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from bioelectra.textio import atomic_write_text
+
 #: ``FinetuningConfig``'s keys that map onto ``FinetuneSettings`` fields.
 MAPPED: dict[str, str] = {
     "learning_rate": "learning_rate",
@@ -218,8 +220,6 @@ def run_original_finetuning(
         log(f"task {run.task} ({run.kind}): {json.dumps(run.settings)} -> {run.output_dir}")
         report = run_trials(settings)
         run.results_txt.parent.mkdir(parents=True, exist_ok=True)
-        tmp = run.results_txt.with_name(f".{run.results_txt.name}.tmp")
-        tmp.write_text("".join(line + "\n" for line in original_results_lines(run.task, report)))
-        tmp.replace(run.results_txt)
+        atomic_write_text(run.results_txt, "".join(line + "\n" for line in original_results_lines(run.task, report)))
         reports.append({"task": run.task, "report": report, "results_txt": str(run.results_txt)})
     return reports

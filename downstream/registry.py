@@ -1,4 +1,4 @@
-"""Registry of the biomedical benchmarks by name: format, public source, file layout, checksums, metric.
+"""Registry of the biomedical benchmarks by name: format, public source, file layout, checksums.
 
 A dataset is found, in this order:
 
@@ -56,7 +56,6 @@ class DatasetSpec:
         citation: whom to cite.
         sha256: expected SHA-256 of split files (``{"train.tsv": "..."}``), where known.
         shipped: whether a copy ships inside this package (``downstream/data/<name>/``).
-        metric: headline metric (a key of the task's metric dict).
         files: files downloaded one by one instead of from ``archive_url`` (``{relative path: URL}``).
         layout: ``splits`` (train/dev/test files), ``folds`` (``1/`` .. ``10/`` fold folders, each with its
             splits) or ``ddi-zip`` (the DDI 2013 XML zip, converted on first use).
@@ -73,7 +72,6 @@ class DatasetSpec:
     citation: str
     sha256: dict[str, str] = field(default_factory=dict)
     shipped: bool = False
-    metric: str = "f1"
     files: dict[str, str] = field(default_factory=dict)
     layout: str = "splits"
     labels: tuple[str, ...] = ()

@@ -108,7 +108,7 @@ def test_finetune_script_runs_from_a_checkout():
 
 
 def test_logged_loss_is_not_scaled_by_gradient_accumulation(tmp_path, tiny_checkpoint):
-    """STACK-NOTES' loss-scaling trap: with accumulation 2, the logged loss must be the plain mean."""
+    """The Trainer's loss-scaling trap (a forward with **kwargs): with accumulation 2, the logged loss must be the plain mean."""
     import torch
     from transformers import Trainer, TrainingArguments
 
@@ -169,14 +169,27 @@ def test_finetune_accepts_an_original_tensorflow_checkpoint(tmp_path):
     assert "converted TF checkpoint" not in result.output
 
 
-def test_app_has_the_three_commands():
+def _listed_commands(output: str) -> set[str]:
+    """The command names of a help screen's Commands panel (first word of each of its rows)."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if "Commands" in line)
+    names = set()
+    for line in lines[start + 1 :]:
+        row = line.strip("│ ").split()
+        if line.startswith("╰"):
+            break
+        if row and line.startswith("│ ") and not line.startswith("│  "):
+            names.add(row[0])
+    return names
+
+
+def test_app_has_the_commands():
     result = runner.invoke(app, ["--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
-    for command in ("finetune", "pretrain", "convert"):
-        assert command in result.output
+    assert _listed_commands(result.output) == {"finetune", "run-finetuning", "pretrain", "convert"}
     result = runner.invoke(app, ["pretrain", "--help"], env={"COLUMNS": "200"})
-    for command in ("build-vocab", "build-data", "train", "eval", "export"):
-        assert command in result.output
+    assert result.exit_code == 0
+    assert _listed_commands(result.output) == {"build-vocab", "build-data", "train", "eval", "export"}
 
 
 def test_recorded_best_epoch_dev_scores_equal_a_fresh_evaluation(tmp_path, tiny_checkpoint):

@@ -34,7 +34,7 @@ from bioelectra.data import (
     build_pretraining_data,
     draw_target_length,
     load_build_info,
-    load_pretraining_data,
+    load_examples,
     pack_document,
     split_segments,
 )
@@ -315,7 +315,7 @@ def test_build_output_layout_and_examples_never_cross_documents(tmp_path, tiny_v
     info = build_pretraining_data(
         _settings(corpus, tiny_vocab, out, eval_fraction=0.2, examples_per_shard=7, chunk_chars=100)
     )
-    data = load_pretraining_data(out)
+    data = load_examples(out)
     assert set(data) == {"train", "validation"}
     assert data["train"].features["input_ids"].feature.dtype == "int32"
     assert data["train"].features["token_type_ids"].feature.dtype == "int8"
@@ -356,7 +356,7 @@ def test_build_is_deterministic_under_a_seed(tmp_path, tiny_vocab):
     def rows(name, **kw):
         out = tmp_path / name
         build_pretraining_data(_settings(corpus, tiny_vocab, out, **kw))
-        d = load_pretraining_data(out)
+        d = load_examples(out)
         return {s: (d[s]["input_ids"], d[s]["token_type_ids"]) for s in d}
 
     a = rows("a", seed=7)
@@ -371,7 +371,7 @@ def test_build_with_two_processes_gives_the_same_examples(tmp_path, tiny_vocab):
     one, two = tmp_path / "one", tmp_path / "two"
     build_pretraining_data(_settings(corpus, tiny_vocab, one, chunk_chars=200))
     build_pretraining_data(_settings(corpus, tiny_vocab, two, chunk_chars=200, num_processes=2))
-    a, b = load_pretraining_data(one), load_pretraining_data(two)
+    a, b = load_examples(one), load_examples(two)
     for split in a:
         assert a[split]["input_ids"] == b[split]["input_ids"]
 
@@ -384,7 +384,7 @@ def test_validation_split_has_at_least_one_document_and_none_for_a_single_docume
     single.write_text("d0w1 d0w2 .\nd0w3 .\n")
     info = build_pretraining_data(_settings(single, tiny_vocab, tmp_path / "o2"))
     assert info["counts"]["validation_documents"] == 0
-    assert load_pretraining_data(tmp_path / "o2")["validation"].num_rows == 0
+    assert load_examples(tmp_path / "o2")["validation"].num_rows == 0
 
 
 def test_build_drop_overflow_counts_lost_tokens(tmp_path, tiny_vocab):
@@ -528,7 +528,7 @@ def test_cli_build_vocab_then_build_data(tmp_path):
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout[result.stdout.index("{") : result.stdout.rindex("}") + 1])
     assert summary["documents"] == 6 and summary["tokens_lost"] == 0
-    data = load_pretraining_data(out)
+    data = load_examples(out)
     assert sum(d.num_rows for d in data.values()) == sum(summary["examples"].values())
     assert max(len(r) for r in data["train"]["input_ids"]) <= 16
     assert AutoTokenizer.from_pretrained(out / "tokenizer").convert_tokens_to_ids("[MASK]") == 4
@@ -606,7 +606,7 @@ def test_real_ohsumed_slice_builds_with_bio_electra_vocab(shared_data, tmp_path)
     c = info["counts"]
     assert c["documents"] == 150 and c["tokens"] == expected_tokens and c["tokens_lost"] == 0
     assert c["validation_documents"] >= 1
-    data = load_pretraining_data(tmp_path / "out")
+    data = load_examples(tmp_path / "out")
     assert max(len(r) for r in data["train"]["input_ids"]) == 128
 
 

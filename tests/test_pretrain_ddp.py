@@ -1,6 +1,6 @@
 """Two CPU processes under ``accelerate launch`` (DDP, gloo) train the same weights.
 
-STACK-NOTES: ``accelerate launch --cpu --num_processes 2`` silently runs one process; ``--multi_gpu`` with
+Measured here: ``accelerate launch --cpu --num_processes 2`` silently runs one process; ``--multi_gpu`` with
 ``TrainingArguments(use_cpu=True)`` runs two ranks on CPU.
 """
 

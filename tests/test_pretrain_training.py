@@ -149,7 +149,7 @@ def test_trainer_uses_electras_optimizer_and_schedule(data_dir, tmp_path):
 
 
 def test_logged_loss_is_not_rescaled_under_gradient_accumulation(data_dir, tmp_path):
-    # STACK-NOTES loss-scaling trap: the logged loss must be the mean micro-batch loss, not twice it
+    # the Trainer's loss-scaling trap (a forward with **kwargs): the logged loss must be the mean micro-batch loss, not twice it
     run_pretraining(
         data_dir=data_dir,
         output_dir=tmp_path / "out",

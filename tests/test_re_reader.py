@@ -3,11 +3,11 @@
 import pytest
 from conftest import FIXTURES, write_lines
 
+from downstream.ddi import ddi_document_of
 from downstream.errors import DataFormatError, DatasetUnavailableError
 from downstream.re import (
     build_re_label_list,
     cut_dev_split,
-    ddi_document_of,
     find_re_files,
     list_folds,
     read_re_file,

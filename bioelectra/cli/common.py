@@ -1,0 +1,104 @@
+"""What every command module shares: the Typer apps, the console, logging set-up, error exit, and the
+rewriting of the original scripts' boolean flag values."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+import typer
+from rich.console import Console
+
+console = Console(stderr=True)
+
+app = typer.Typer(
+    name="bioelectra",
+    help="Biomedical ELECTRA: pre-training with replaced token detection, fine-tuning on BioNLP benchmarks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+pretrain_app = typer.Typer(
+    name="pretrain",
+    help="ELECTRA pre-training: build-vocab, build-data, train, eval, export.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(pretrain_app, name="pretrain")
+
+
+class _UserError(Exception):
+    """Raised inside the CLI for a bad option combination (exit code 2)."""
+
+
+def _setup_logging(verbose: bool) -> None:
+    from rich.logging import RichHandler
+
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(message)s",
+        handlers=[RichHandler(console=console, show_path=False, rich_tracebacks=False)],
+        force=True,
+    )
+    # transformers and datasets are chatty at INFO; keep their warnings.
+    for name in ("transformers", "datasets", "accelerate", "urllib3", "filelock", "httpx"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _fail(exc: BaseException) -> None:
+    console.print(f"[bold red]error:[/] {exc}")
+    raise typer.Exit(code=2)
+
+
+def _offline_default() -> None:
+    # No usage telemetry, and no tokenizers thread pools fighting the Trainer's data loading. The hub itself
+    # stays reachable for users who name a hub id; offline (HF_HUB_OFFLINE=1) a hub id fails fast with a
+    # message (downstream.checkpoints.load_tokenizer, downstream.registry).
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+#: Flags that the original scripts take with a value (argparse ``type=bool``) and this CLI as an on/off
+#: pair: ``--blanks-separate-docs False`` (build_pretraining_dataset.py) becomes ``--no-blanks-separate-docs``.
+ORIGINAL_VALUE_FLAGS: dict[str, tuple[str, str]] = {
+    "--blanks-separate-docs": ("--blanks-separate-docs", "--no-blanks-separate-docs"),
+}
+_TRUE_WORDS = frozenset({"true", "1", "yes", "y", "t"})
+_FALSE_WORDS = frozenset({"false", "0", "no", "n", "f"})
+
+
+def normalize_original_flags(args: list[str]) -> list[str]:
+    """Rewrite the original scripts' ``--flag True|False`` (and ``--flag=False``) into this CLI's on/off
+    flags, doing what the words say. (The original's argparse ``type=bool`` read any non-empty word,
+    ``False`` included, as True.) Other arguments pass through unchanged.
+
+    Raises:
+        _UserError: ``--flag=WORD`` with a word that is neither true nor false.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, value = arg.partition("=")
+        if name in ORIGINAL_VALUE_FLAGS:
+            on, off = ORIGINAL_VALUE_FLAGS[name]
+            if not eq and i + 1 < len(args) and args[i + 1].lower() in _TRUE_WORDS | _FALSE_WORDS:
+                value, i = args[i + 1], i + 1
+            elif not eq:
+                value = "true"
+            if value.lower() not in _TRUE_WORDS | _FALSE_WORDS:
+                raise _UserError(f"{name}={value!r}: expected True or False")
+            arg = on if value.lower() in _TRUE_WORDS else off
+        out.append(arg)
+        i += 1
+    return out
+
+
+def _original_args() -> list[str]:
+    try:
+        return normalize_original_flags(sys.argv[1:])
+    except _UserError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        raise SystemExit(2) from None

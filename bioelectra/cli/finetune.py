@@ -1,0 +1,252 @@
+"""``bioelectra finetune`` and ``bioelectra run-finetuning`` (the original run_finetuning.py command line)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bioelectra.checkpoints import DEFAULT_CKPT, resolve_checkpoint
+from bioelectra.cli.common import _fail, _setup_logging, _UserError, app, console
+
+
+class Loader(StrEnum):
+    ner = "ner"
+    re = "re"
+
+
+class Precision(StrEnum):
+    auto = "auto"
+    fp32 = "fp32"
+    bf16 = "bf16"
+    fp16 = "fp16"
+
+
+class ReHead(StrEnum):
+    electra = "electra"
+    hf = "hf"
+
+
+class Iob1Policy(StrEnum):
+    repair = "repair"
+    reject = "reject"
+
+
+@app.command("finetune")
+def finetune(
+    loader: Annotated[Loader, typer.Option(help="Task kind: 'ner' (token classification) or 're' (relation extraction).")] = Loader.ner,
+    dataset: Annotated[
+        str | None,
+        typer.Option(help="Benchmark name from the registry (e.g. ncbi-disease, bc5cdr-chem, chemprot, gad)."),
+    ] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", "--data_dir", help="Local folder with train.tsv, devel.tsv (or dev.tsv) and test.tsv; overrides the registry."),
+    ] = None,
+    ckpt: Annotated[
+        str,
+        typer.Option(
+            help="Checkpoint: bioelectra-mini (the small pre-trained discriminator shipped with the package), "
+            "a local save_pretrained directory, a hub id (needs a network), an original TensorFlow ELECTRA "
+            "checkpoint directory, or an untrained encoder: a size preset electra-small|electra-base|electra-large "
+            "or bioelectra-mini-untrained (bioelectra-mini's shape and tokenizer, random weights).",
+        ),
+    ] = DEFAULT_CKPT,
+    output_dir: Annotated[
+        Path | None,
+        typer.Option("--output-dir", "--output_dir", help="Where results.json, results.md and per-trial outputs go (default runs/<loader>-<dataset>)."),
+    ] = None,
+    metric: Annotated[str, typer.Option(help="Development-set metric that selects the best epoch (f1, precision, recall, accuracy, loss).")] = "f1",
+    greater_is_better: Annotated[
+        bool,
+        typer.Option("--greater-is-better/--lower-is-better", "--greater_is_better/--lower_is_better", help="Whether a larger --metric is better."),
+    ] = True,
+    trials: Annotated[int, typer.Option(min=1, help="Number of fine-tuning runs, with seeds seed, seed+1, ...")] = 1,
+    epochs: Annotated[float, typer.Option(min=0.0, help="Training epochs per trial.")] = 3.0,
+    learning_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--learning-rate",
+            "--learning_rate",
+            "--lr",
+            min=0.0,
+            show_default=False,
+            help="Peak learning rate (linear warmup, then linear decay). Default: 1e-3 for bioelectra-mini and "
+            "bioelectra-mini-untrained (the rate of their comparison), 1e-4 (ELECTRA's fine-tuning default) otherwise.",
+        ),
+    ] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", "--batch_size", min=1, help="Training batch size per device.")] = 32,
+    eval_batch_size: Annotated[int, typer.Option("--eval-batch-size", "--eval_batch_size", min=1, help="Evaluation batch size per device.")] = 64,
+    layerwise_lr_decay: Annotated[
+        float,
+        typer.Option(
+            "--layerwise-lr-decay",
+            "--layerwise_lr_decay",
+            max=1.0,
+            help="Learning-rate factor in (0, 1] per encoder layer below the task head (original ELECTRA fine-tuning: 0.8 "
+            "for Small and Base); the embeddings get decay**(layers + 2). 1.0: one rate for all.",
+        ),
+    ] = 1.0,
+    micro_batch_tokens: Annotated[
+        int | None,
+        typer.Option("--micro-batch-tokens", "--micro_batch_tokens", min=0, help="Run a training batch with more padded tokens than this as several forward/backward passes adding up to the same update (less memory). Default: 1024 on CPU, no splitting on a GPU; 0: never split."),
+    ] = None,
+    max_seq_length: Annotated[
+        int,
+        typer.Option("--max-seq-length", "--max_seq_length", min=8, help="Sub-tokens per model input, [CLS] and [SEP] included. NER: longer sentences are split into windows; RE: truncated, examples losing an entity marker counted."),
+    ] = 128,
+    seed: Annotated[int, typer.Option(help="Seed of the first trial; trial i uses seed + i.")] = 42,
+    max_steps: Annotated[int, typer.Option("--max-steps", "--max_steps", help="If > 0, stop each trial after this many optimizer steps (overrides --epochs).")] = -1,
+    warmup_ratio: Annotated[float, typer.Option("--warmup-ratio", "--warmup_ratio", min=0.0, max=1.0, help="Fraction of steps with linear warmup.")] = 0.1,
+    weight_decay: Annotated[float, typer.Option("--weight-decay", "--weight_decay", min=0.0, help="AdamW weight decay (not on biases and LayerNorm).")] = 0.01,
+    precision: Annotated[Precision, typer.Option(help="auto: bf16 on GPUs that support it, fp32 otherwise.")] = Precision.auto,
+    iob1: Annotated[
+        Iob1Policy,
+        typer.Option(help="An I-x tag not preceded by B-x/I-x (IOB1 style): 'repair' it to B-x with a warning, or 'reject' the file."),
+    ] = Iob1Policy.repair,
+    max_train_examples: Annotated[
+        int | None, typer.Option("--max-train-examples", help="Use only the first N training sentences/examples (smoke runs).")
+    ] = None,
+    fold: Annotated[
+        int | None, typer.Option(min=1, help="RE: cross-validation fold to run (GAD: 1..10; the data folder holds 1/ 2/ ...).")
+    ] = None,
+    folds: Annotated[
+        str | None,
+        typer.Option(help="RE: 'all' runs every fold folder and reports the mean over folds; or a list like '1,2,3'."),
+    ] = None,
+    re_head: Annotated[
+        ReHead,
+        typer.Option("--re-head", "--re_head", help="RE classifier head: 'electra' (dropout + linear over [CLS], ELECTRA's) or 'hf' (ElectraClassificationHead)."),
+    ] = ReHead.electra,
+    dev_fraction: Annotated[
+        float, typer.Option("--dev-fraction", min=0.01, max=0.5, help="RE: fraction of train cut off as the development split when there is none.")
+    ] = 0.1,
+    dev_split_seed: Annotated[int, typer.Option("--dev-split-seed", help="RE: seed of the development cut (shared by all trials).")] = 42,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+) -> None:
+    """Fine-tune a checkpoint on a biomedical benchmark, N seeded trials, and report dev/test metrics."""
+    _setup_logging(verbose)
+    from downstream.errors import DownstreamError
+    from downstream.trials import (
+        FinetuneSettings,
+        check_layerwise_lr_decay,
+        format_folds_table,
+        format_summary_table,
+        parse_folds,
+        run_folds,
+        run_trials,
+    )
+
+    if dataset is None and data_dir is None:
+        _fail(_UserError("give --dataset NAME (a registered benchmark) or --data-dir DIR (your own files)"))
+    if loader is Loader.ner and (fold is not None or folds is not None):
+        _fail(_UserError("--fold / --folds are for cross-validated relation extraction data (--loader re)"))
+    if fold is not None and folds is not None:
+        _fail(_UserError("give --fold K or --folds all, not both"))
+    name = dataset or data_dir.name  # type: ignore[union-attr]
+    out = output_dir or Path("runs") / f"{loader.value}-{name}"
+    if out.exists() and not out.is_dir():
+        _fail(_UserError(f"--output-dir {out}: exists and is a file, not a folder"))
+    try:
+        check_layerwise_lr_decay(layerwise_lr_decay)  # before any checkpoint is built or converted
+        model_path = resolve_checkpoint(ckpt, out)
+        if learning_rate is None:
+            from bioelectra.presets import default_learning_rate
+
+            learning_rate = default_learning_rate(ckpt)
+            console.print(f"learning rate {learning_rate:g} (the default for --ckpt {ckpt}; set --learning-rate to change it)")
+        settings = FinetuneSettings(
+            task=loader.value,
+            dataset=dataset,
+            data_dir=data_dir,
+            checkpoint=model_path,
+            checkpoint_name=ckpt,
+            output_dir=out,
+            metric=metric,
+            greater_is_better=greater_is_better,
+            num_trials=trials,
+            num_train_epochs=epochs,
+            learning_rate=learning_rate,
+            per_device_train_batch_size=batch_size,
+            per_device_eval_batch_size=eval_batch_size,
+            max_seq_length=max_seq_length,
+            seed=seed,
+            max_steps=max_steps,
+            warmup_ratio=warmup_ratio,
+            weight_decay=weight_decay,
+            precision=precision.value,
+            iob1_policy=iob1.value,
+            max_train_examples=max_train_examples,
+            fold=fold,
+            re_head=re_head.value,
+            dev_fraction=dev_fraction,
+            dev_split_seed=dev_split_seed,
+            layerwise_lr_decay=layerwise_lr_decay,
+            micro_batch_tokens=micro_batch_tokens,
+        )
+        if folds is not None:
+            report = run_folds(settings, parse_folds(folds, settings))
+        else:
+            report = run_trials(settings)
+    except (DownstreamError, FileNotFoundError, ValueError, OSError) as exc:
+        _fail(exc)
+        return
+    print(format_folds_table(report) if folds is not None else format_summary_table(report))
+    console.print(f"[green]results:[/] {out / 'results.json'}  {out / 'results.md'}")
+
+
+@app.command("run-finetuning")
+def run_finetuning(
+    data_dir: Annotated[
+        Path,
+        typer.Option(
+            "--data-dir",
+            "--data_dir",
+            help="The original DATA_DIR: models/<model-name>/ (TensorFlow or save_pretrained checkpoint) and "
+            "optionally finetuning_data/<task>/.",
+        ),
+    ],
+    model_name: Annotated[
+        str,
+        typer.Option(
+            "--model-name",
+            "--model_name",
+            help="The checkpoint DATA_DIR/models/<model-name>; if that folder does not exist, a --ckpt name "
+            "(bioelectra-mini, electra-small, ...).",
+        ),
+    ],
+    hparams: Annotated[
+        str,
+        typer.Option(
+            help='The original configure_finetuning.py hparams, JSON or a .json file: "task_names" (required), '
+            '"learning_rate", "num_train_epochs", "num_trials", "train_batch_size", "max_seq_length", ...'
+        ),
+    ],
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+) -> None:
+    """The original run_finetuning.py command line: each task of task_names through finetune's trial runner,
+    results also in DATA_DIR/models/<model-name>/results/<task>_results.txt (the original's format)."""
+    _setup_logging(verbose)
+    from bioelectra.training import parse_hparams_arg
+    from downstream.errors import DownstreamError
+    from downstream.original import run_original_finetuning
+    from downstream.trials import FinetuneSettings, format_summary_table, run_trials
+
+    try:
+        reports = run_original_finetuning(
+            data_dir,
+            model_name,
+            parse_hparams_arg(hparams),
+            resolve_checkpoint=resolve_checkpoint,
+            run_trials=run_trials,
+            settings_class=FinetuneSettings,
+            log=console.print,
+        )
+    except (DownstreamError, FileNotFoundError, ValueError, OSError) as exc:
+        _fail(exc)
+        return
+    for item in reports:
+        print(format_summary_table(item["report"]))
+        console.print(f"[green]{item['task']}:[/] {item['results_txt']}")

@@ -1,0 +1,329 @@
+"""The three jobs of ``pretrain``: train (or resume, or evaluate only), evaluate a checkpoint, and the
+preparation they share."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import PrinterCallback, ProgressCallback, TrainerCallback
+
+from bioelectra.hparams import (
+    RENAMED,
+)
+from bioelectra.modeling import ElectraPretrainingModel
+from bioelectra.pretraining.checkpoints import (
+    CHECKPOINT_RE,
+    _checkpoint_step,
+    _last_checkpoint,
+    _objective_kwargs,
+    build_model,
+    find_checkpoint,
+    load_pretraining_model,
+)
+from bioelectra.pretraining.inputs import PretrainingData, load_pretraining_data, make_collator
+from bioelectra.pretraining.metrics import _json_safe, pretraining_metrics
+from bioelectra.pretraining.settings import HPARAMS_FILE, PretrainingHparams, resolve_hparams
+from bioelectra.pretraining.trainer import (
+    DeadlineCallback,
+    ElectraPretrainer,
+    LogMetricsCallback,
+    SaveAtEndCallback,
+    StepProgressCallback,
+    _use_bf16,
+    training_arguments,
+)
+
+logger = logging.getLogger(__name__)
+
+
+EVAL_RESULTS_FILE = "eval_results.json"
+
+
+def run_pretraining(
+    *,
+    data_dir: str | os.PathLike,
+    output_dir: str | os.PathLike,
+    model_size: str = "small",
+    hparams: Mapping[str, Any] | PretrainingHparams | None = None,
+    init_from: str | os.PathLike | None = None,
+    training_args_overrides: Mapping[str, Any] | None = None,
+    callbacks: Iterable[TrainerCallback] = (),
+) -> dict[str, Any]:
+    """Pre-train (or continue pre-training) ELECTRA on a ``build-data`` directory.
+
+    Running it again with the same ``output_dir`` resumes from the newest ``checkpoint-N`` (model,
+    optimizer, scheduler and RNG state), as the original ``run_pretraining.py`` does. After the last step
+    the pre-training metrics are computed and written to ``output_dir/eval_results.json``.
+
+    Args:
+        data_dir: a ``build-data`` directory (``examples/``, ``tokenizer/``, ``build_info.json``).
+        output_dir: checkpoints, ``hparams.json`` and ``eval_results.json`` go here.
+        model_size: ``small``, ``base`` or ``large`` (ignored for the architecture with ``init_from``).
+        hparams: overrides of :class:`PretrainingHparams` (strict), or resolved hparams.
+        init_from: start from these weights (see :func:`load_pretraining_model`) instead of a random
+            initialisation; the optimizer and schedule start afresh. Ignored when resuming.
+        training_args_overrides: extra ``TrainingArguments`` (tests, launchers).
+        callbacks: extra ``TrainerCallback`` objects.
+
+    Returns:
+        ``{"global_step", "train_loss", "eval": {metric: value}, "output_dir"}``.
+
+    Raises:
+        FileNotFoundError, ValueError: bad data directory, hparams or ``init_from``.
+    """
+    hp = hparams if isinstance(hparams, PretrainingHparams) else resolve_hparams(model_size, hparams)
+    checks = getattr(hp, "checks", {})
+    if checks.get("do_train") is False:  # the original's evaluation-only run (do_train false, do_eval true)
+        if not checks.get("do_eval", False):
+            raise ValueError("hparams do_train=false and do_eval=false: nothing to do")
+        _check_against_data(hp, load_pretraining_data(data_dir), data_dir)
+        given = dict(hparams) if isinstance(hparams, Mapping) else {}
+        wanted = {RENAMED.get(k, k): v for k, v in given.items()}
+        overrides = {k: wanted[k] for k in ("num_eval_steps", "per_device_eval_batch_size") if k in wanted}
+        result = evaluate_checkpoint(model_dir=output_dir, data_dir=data_dir, hparams=overrides)
+        return {"global_step": result["step"], "train_loss": None, "eval": result["metrics"], "output_dir": str(output_dir)}
+    trainer, resume = prepare_pretraining(
+        data_dir=data_dir,
+        output_dir=output_dir,
+        model_size=model_size,
+        hparams=hp,
+        init_from=init_from,
+        training_args_overrides=training_args_overrides,
+        callbacks=callbacks,
+    )
+    done = _checkpoint_step(resume) if resume else 0
+    if resume and done >= trainer.args.max_steps:
+        # Trainer would run one more step past max_steps on a finished run: evaluate only.
+        logger.info("%s is at step %d of %d: training already finished", resume, done, trainer.args.max_steps)
+        finished = ElectraPretrainingModel.from_pretrained(resume)
+        trainer.model.load_state_dict(finished.state_dict())
+        trainer.state.global_step = done
+        train_loss = None
+    else:
+        if resume:
+            logger.info("resuming from %s", resume)
+        train_loss = trainer.train(resume_from_checkpoint=resume).training_loss
+    output_dir = Path(output_dir)
+    summary: dict[str, Any] = {
+        "global_step": trainer.state.global_step,
+        "train_loss": train_loss,
+        "eval": None,
+        "output_dir": str(output_dir),
+    }
+    if trainer.eval_dataset is not None:
+        metrics = trainer.evaluate()
+        summary["eval"] = _json_safe({k.removeprefix("eval_"): v for k, v in metrics.items()})
+        if trainer.args.process_index == 0:
+            (output_dir / EVAL_RESULTS_FILE).write_text(json.dumps(summary["eval"], indent=2) + "\n")
+    return summary
+
+
+def _check_against_data(hp: PretrainingHparams, data: PretrainingData, data_dir) -> None:
+    """The original keys fixed by the data here (``hp.checks``) must agree with it.
+
+    Raises:
+        ValueError: ``vocab_size`` differs from the data's tokenizer, or ``do_lower_case`` from the casing
+            ``build-data`` used (both named, with the file that says so).
+    """
+    checks = getattr(hp, "checks", {})
+    where = Path(data_dir) / "build_info.json"
+    if "vocab_size" in checks and checks["vocab_size"] != len(data.tokenizer):
+        raise ValueError(
+            f"hparam vocab_size={checks['vocab_size']!r}, but the data's tokenizer ({Path(data_dir) / 'tokenizer'}) "
+            f"has {len(data.tokenizer)} entries: build the data with the vocabulary the model should have"
+        )
+    built_lower = data.build_info.get("do_lower_case")
+    if "do_lower_case" in checks and built_lower is not None and bool(checks["do_lower_case"]) != bool(built_lower):
+        raise ValueError(
+            f"hparam do_lower_case={checks['do_lower_case']!r}, but {where} says the examples were built with "
+            f"do_lower_case={built_lower!r}: casing is fixed by build-data"
+        )
+
+
+def prepare_pretraining(
+    *,
+    data_dir: str | os.PathLike,
+    output_dir: str | os.PathLike,
+    model_size: str = "small",
+    hparams: Mapping[str, Any] | PretrainingHparams | None = None,
+    init_from: str | os.PathLike | None = None,
+    training_args_overrides: Mapping[str, Any] | None = None,
+    callbacks: Iterable[TrainerCallback] = (),
+) -> tuple[ElectraPretrainer, str | None]:
+    """Everything :func:`run_pretraining` does before ``trainer.train``: resolve the hparams, open the data,
+    build (or load) the model, write ``hparams.json``, and find the checkpoint to resume from.
+
+    Returns:
+        ``(trainer, checkpoint_to_resume_or_None)``; arguments and errors as :func:`run_pretraining`.
+    """
+    from transformers import set_seed
+
+    hp = hparams if isinstance(hparams, PretrainingHparams) else resolve_hparams(model_size, hparams)
+    data = load_pretraining_data(data_dir)
+    data_len = int(data.build_info["max_seq_length"])
+    if hp.max_seq_length is None:
+        hp.max_seq_length = data_len
+    elif hp.max_seq_length < data_len:
+        raise ValueError(
+            f"hparam max_seq_length={hp.max_seq_length} is below the data's max_seq_length={data_len} "
+            f"({Path(data_dir) / 'build_info.json'}): examples may be longer"
+        )
+    _check_against_data(hp, data, data_dir)
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    resume = _last_checkpoint(output_dir)
+    record = {"model_size": model_size, "data_dir": str(Path(data_dir).resolve()), **hp.to_dict()}
+    ignored = getattr(hp, "ignored", {})
+    if ignored:
+        logger.info("original hparams with no meaning here (TensorFlow / TPU / file locations), ignored: %s", ", ".join(sorted(ignored)))
+        record["ignored_original_hparams"] = ignored
+    if init_from is not None:
+        record["init_from"] = str(Path(init_from).resolve())
+    hp_file = output_dir / HPARAMS_FILE
+    if resume and hp_file.is_file():
+        previous = json.loads(hp_file.read_text())
+        changed = sorted(k for k in set(previous) | set(record) if previous.get(k) != record.get(k))
+        if changed:
+            logger.warning("resuming %s with changed hparams: %s", resume, changed)
+    set_seed(hp.seed)  # before building the model
+    if init_from is not None and resume is None:
+        model = load_pretraining_model(init_from, **_objective_kwargs(hp))
+        model.config._attn_implementation = hp.attn_implementation
+        if model.config.discriminator_config.vocab_size != len(data.tokenizer):
+            raise ValueError(
+                f"--init-from {init_from}: vocabulary of {model.config.discriminator_config.vocab_size} "
+                f"entries, the data's tokenizer has {len(data.tokenizer)}"
+            )
+    else:
+        if init_from is not None:
+            logger.warning("%s holds checkpoints: resuming from %s, --init-from ignored", output_dir, resume)
+        model = build_model(
+            model_size, hp, vocab_size=len(data.tokenizer), pad_token_id=data.tokenizer.pad_token_id
+        )
+    eval_dataset = data.validation
+    if len(eval_dataset) == 0:
+        logger.warning("%s: empty validation split; no pre-training metrics will be computed", data_dir)
+        eval_dataset = None
+        hp.eval_steps = 0
+    args = training_arguments(output_dir, hp, **dict(training_args_overrides or {}))
+    if args.process_index == 0:
+        hp_file.write_text(json.dumps(record, indent=2) + "\n")
+    trainer = ElectraPretrainer(
+        model=model,
+        args=args,
+        train_dataset=data.train,
+        eval_dataset=eval_dataset,
+        data_collator=make_collator(data.tokenizer, hp),
+        processing_class=data.tokenizer,
+        callbacks=[
+            SaveAtEndCallback(),
+            *([DeadlineCallback(hp.max_train_seconds)] if hp.max_train_seconds > 0 else []),
+            *callbacks,
+        ],
+        hparams=hp,
+    )
+    trainer.remove_callback(PrinterCallback)
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(StepProgressCallback())
+    trainer.add_callback(LogMetricsCallback())
+    return trainer, resume
+
+
+def evaluate_checkpoint(
+    *,
+    model_dir: str | os.PathLike,
+    data_dir: str | os.PathLike | None = None,
+    checkpoint: int | None = None,
+    output_file: str | os.PathLike | None = None,
+    hparams: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The pre-training metrics of a checkpoint on the validation split (single process).
+
+    Args:
+        model_dir: a ``train`` output directory (or a model save directory).
+        data_dir: the data; defaults to the one recorded in ``model_dir/hparams.json``.
+        checkpoint: step of ``checkpoint-N``; the newest when omitted.
+        output_file: JSON written here (default ``<model_dir>/eval_checkpoint-<N>.json``).
+        hparams: overrides of the recorded hparams (e.g. ``num_eval_steps``, ``per_device_eval_batch_size``).
+
+    Returns:
+        ``{"checkpoint", "step", "metrics": {...}, "output_file"}``.
+
+    Raises:
+        FileNotFoundError, ValueError: missing checkpoint/data, unknown hparams.
+    """
+    model_dir = Path(model_dir)
+    ckpt = find_checkpoint(model_dir, checkpoint)
+    recorded: dict[str, Any] = {}
+    if (model_dir / HPARAMS_FILE).is_file():
+        recorded = json.loads((model_dir / HPARAMS_FILE).read_text())
+    model_size = recorded.pop("model_size", "small")
+    recorded_data = recorded.pop("data_dir", None)
+    recorded.pop("init_from", None)
+    recorded.pop("ignored_original_hparams", None)
+    hp = resolve_hparams(model_size, {**recorded, **dict(hparams or {})})
+    data_dir = data_dir or recorded_data
+    if data_dir is None:
+        raise ValueError(f"{model_dir}: no hparams.json naming the data; pass the data directory")
+    data = load_pretraining_data(data_dir)
+    if hp.max_seq_length is None:
+        hp.max_seq_length = int(data.build_info["max_seq_length"])
+    if len(data.validation) == 0:
+        raise ValueError(f"{data_dir}: the validation split is empty; nothing to evaluate")
+    model = ElectraPretrainingModel.from_pretrained(str(ckpt))
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model.to(device)
+    gen = torch.Generator().manual_seed(hp.seed)
+    loader = torch.utils.data.DataLoader(
+        data.validation,
+        batch_size=hp.per_device_eval_batch_size,
+        shuffle=False,
+        collate_fn=make_collator(data.tokenizer, hp, generator=gen),
+    )
+    autocast = (
+        torch.autocast("cuda", dtype=torch.bfloat16)
+        if device.type == "cuda" and _use_bf16(hp.precision)
+        else None
+    )
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(hp.seed)
+        metrics = pretraining_metrics(
+            model, loader, num_eval_steps=hp.num_eval_steps, device=device, autocast=autocast
+        )
+    m = CHECKPOINT_RE.match(ckpt.name)
+    step = int(m.group(1)) if m else None
+    out = Path(output_file) if output_file else model_dir / f"eval_{ckpt.name if m else 'model'}.json"
+    result = {
+        "checkpoint": str(ckpt),
+        "step": step,
+        "metrics": _json_safe(metrics),
+        "attention_entropy": _attention_report(model, data, hp, device),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    result["output_file"] = str(out)
+    return result
+
+
+#: Clean (unmasked) validation examples whose attention entropy ``pretrain eval`` reports.
+ATTENTION_PROBE_EXAMPLES = 32
+
+
+def _attention_report(model: ElectraPretrainingModel, data: PretrainingData, hp: PretrainingHparams, device) -> dict:
+    """Normalised attention entropy (:mod:`bioelectra.diagnostics`) of both encoders on the first
+    :data:`ATTENTION_PROBE_EXAMPLES` validation examples, unmasked (what fine-tuning shows them)."""
+    from bioelectra.diagnostics import attention_entropy, summarize_attention_entropy
+
+    examples = [data.validation[i] for i in range(min(ATTENTION_PROBE_EXAMPLES, len(data.validation)))]
+    batch = make_collator(data.tokenizer, hp).pad(examples)
+    batch = {k: v.to(device) for k, v in batch.items()}
+    return {
+        name: summarize_attention_entropy(attention_entropy(part.electra, **batch))
+        for name, part in (("discriminator", model.discriminator), ("generator", model.generator))
+    }

@@ -1,0 +1,251 @@
+"""The pre-training hyper-parameters: ``PretrainingHparams`` with the original's defaults, and their
+resolution from ``--hparams`` (strict, typed, the original names accepted: :mod:`bioelectra.hparams`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bioelectra.hparams import (
+    DEBUG_SETTINGS,
+    ORIGINAL_PRETRAINING_HPARAMS,
+    RENAMED,
+    SIZE_DEFAULTS,
+    classify_original_hparams,
+    load_json_object,
+)
+
+logger = logging.getLogger(__name__)
+
+
+HPARAMS_FILE = "hparams.json"
+
+
+@dataclass(kw_only=True)
+class PretrainingHparams:
+    """Every pre-training option, with the original's default (google-research/electra,
+    ``configure_pretraining.py: PretrainingConfig``); ``None`` means "the size's default" (see
+    :data:`SIZE_DEFAULTS`). Names are ``TrainingArguments``' where it has one, the original's otherwise.
+
+    Args:
+        mask_prob (`float`, 0.15; large 0.25): fraction of tokens masked. Original ``mask_prob``.
+        gen_weight (`float`, 1.0): weight of the generator's MLM loss. Original ``gen_weight``.
+        disc_weight (`float`, 50.0): weight of the discriminator's RTD loss. Original ``disc_weight``.
+        temperature (`float`, 1.0): sampling temperature of the generator. Original ``temperature``.
+        generator_hidden_size (`float`, None -> small 0.25, base 1/3, large 0.25): generator width as a
+            fraction of the discriminator's. Original ``generator_hidden_size``.
+        generator_layers (`float`, 1.0): generator depth as a fraction. Original ``generator_layers``.
+        embedding_size (`int`, None -> small 128, base 768, large 1024): width of the shared embeddings.
+            Original ``embedding_size``.
+        disallow_correct (`bool`, False): never sample the original token. Original ``disallow_correct``.
+        untied_generator_embeddings (`bool`, False): generator gets its own embeddings. Original
+            ``untied_generator_embeddings``.
+        untied_generator (`bool`, True): False ties all weights: the generator is the discriminator's
+            encoder with its own masked-LM head (so it has the discriminator's size, and
+            ``generator_hidden_size`` / ``generator_layers`` are ignored). Original ``untied_generator``;
+            paper Section 3.2.
+        model_hparam_overrides (`dict`, {}): ``ElectraConfig`` fields of the discriminator, e.g.
+            ``{"hidden_size": 64, "num_hidden_layers": 2}``. Original ``model_hparam_overrides``.
+        learning_rate (`float`, None -> small 5e-4, base/large 2e-4): peak learning rate. Original
+            ``learning_rate``.
+        lr_decay_power (`float`, 1.0): power of the polynomial decay. Original ``lr_decay_power``.
+        weight_decay (`float`, 0.01): decoupled weight decay (not on LayerNorm and biases). Original
+            ``weight_decay_rate``.
+        adam_beta1 (`float`, 0.9), adam_beta2 (`float`, 0.999), adam_epsilon (`float`, 1e-6): Adam
+            constants. Original ``model/optimization.py``.
+        adam_bias_correction (`bool`, False): standard Adam bias correction; the original has none. On a
+            CUDA device it switches to torch's fused ``AdamW`` kernel.
+        max_grad_norm (`float`, 1.0): global gradient-norm clip. Original ``model/optimization.py``.
+        warmup_steps (`int`, 10000): linear warmup steps, multiplied into the decay. Original
+            ``num_warmup_steps``.
+        max_steps (`int`, None -> small 1,000,000, base 766,000, large 400,000): optimizer steps.
+            Original ``num_train_steps``.
+        per_device_train_batch_size (`int`, None -> small 128, base 256, large 2048): sequences per
+            device and step; the global batch is this x ``gradient_accumulation_steps`` x processes.
+            Original ``train_batch_size`` (global, on one TPU host).
+        per_device_eval_batch_size (`int`, 128): original ``eval_batch_size``.
+        gradient_accumulation_steps (`int`, 1): micro-batches per optimizer step (Trainer's).
+        max_seq_length (`int`, None -> the data's ``build_info.json``): sequence length; sets the cap on
+            masked positions. Original ``max_seq_length`` (128).
+        save_steps (`int`, 1000): checkpoint interval. Original ``save_checkpoints_steps``.
+        save_total_limit (`int`, 5): checkpoints kept. Original ``keep_checkpoint_max``.
+        eval_steps (`int`, 10000): evaluation interval during training (0: only after the last step).
+            The original evaluates after training only.
+        num_eval_steps (`int`, 100): batches per evaluation. Original ``num_eval_steps``.
+        logging_steps (`int`, 100): loss logging interval. Original ``iterations_per_loop`` (200).
+        seed (`int`, 42): seed of initialisation, data order, masking and sampling.
+        precision (`str`, "auto"): "auto" (bf16 autocast on a CUDA GPU that supports it, fp32 otherwise),
+            "bf16" or "fp32". The original trains in fp32 on TPUs.
+        attn_implementation (`str`, "sdpa"): "sdpa" or "eager" attention.
+        torch_compile (`bool`, False): ``torch.compile`` the model (GPU).
+        pad_to_multiple_of (`int`, 0): pad batches to a multiple of this (8 suits GPUs); 0: no rounding.
+        dataloader_num_workers (`int`, 0): data loading worker processes.
+        max_train_seconds (`float`, 0.0): wall-clock budget of this process's training loop in seconds;
+            at the first optimizer step past it, training stops and a checkpoint is saved (the schedule
+            stays the one of ``max_steps``; a re-run resumes towards ``max_steps``). 0: no limit. Not in
+            the original; for leased accelerator time.
+    """
+
+    mask_prob: float | None = None
+    gen_weight: float = 1.0
+    disc_weight: float = 50.0
+    temperature: float = 1.0
+    generator_hidden_size: float | None = None
+    generator_layers: float = 1.0
+    embedding_size: int | None = None
+    disallow_correct: bool = False
+    untied_generator_embeddings: bool = False
+    untied_generator: bool = True
+    model_hparam_overrides: dict[str, Any] = field(default_factory=dict)
+    learning_rate: float | None = None
+    lr_decay_power: float = 1.0
+    weight_decay: float = 0.01
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_epsilon: float = 1e-6
+    adam_bias_correction: bool = False
+    max_grad_norm: float = 1.0
+    warmup_steps: int = 10000
+    max_steps: int | None = None
+    per_device_train_batch_size: int | None = None
+    per_device_eval_batch_size: int = 128
+    gradient_accumulation_steps: int = 1
+    max_seq_length: int | None = None
+    save_steps: int = 1000
+    save_total_limit: int = 5
+    eval_steps: int = 10000
+    num_eval_steps: int = 100
+    logging_steps: int = 100
+    seed: int = 42
+    precision: str = "auto"
+    attn_implementation: str = "sdpa"
+    torch_compile: bool = False
+    pad_to_multiple_of: int = 0
+    dataloader_num_workers: int = 0
+    max_train_seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.mask_prob is None or 0.0 < self.mask_prob < 1.0, "mask_prob", "a fraction in (0, 1)"),
+            (self.temperature > 0, "temperature", "> 0"),
+            (self.gen_weight >= 0 and self.disc_weight >= 0, "gen_weight/disc_weight", ">= 0"),
+            (self.warmup_steps >= 0, "warmup_steps", ">= 0"),
+            (self.max_steps is None or self.max_steps >= 1, "max_steps", ">= 1"),
+            (self.learning_rate is None or self.learning_rate > 0, "learning_rate", "> 0"),
+            (self.weight_decay >= 0, "weight_decay", ">= 0"),
+            (self.gradient_accumulation_steps >= 1, "gradient_accumulation_steps", ">= 1"),
+            (self.save_steps >= 1 and self.logging_steps >= 1, "save_steps/logging_steps", ">= 1"),
+            (self.eval_steps >= 0 and self.num_eval_steps >= 1, "eval_steps/num_eval_steps", ">= 0 / >= 1"),
+            (self.precision in ("auto", "bf16", "fp32"), "precision", "auto, bf16 or fp32"),
+            (self.attn_implementation in ("sdpa", "eager"), "attn_implementation", "sdpa or eager"),
+            (isinstance(self.model_hparam_overrides, dict), "model_hparam_overrides", "a JSON object"),
+            (self.max_train_seconds >= 0, "max_train_seconds", ">= 0 (0: no limit)"),
+        ]
+        for ok, name, expected in checks:
+            if not ok:
+                raise ValueError(
+                    f"hparam {name}={getattr(self, name.split('/')[0], None)!r}: expected {expected}"
+                )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+#: The original's names accepted in ``--hparams`` for the fields renamed after ``TrainingArguments``
+#: (:data:`bioelectra.hparams.RENAMED`; the per-size defaults are :data:`bioelectra.hparams.SIZE_DEFAULTS`).
+HPARAM_ALIASES = RENAMED
+
+
+RENAMED_FROM = {v: k for k, v in RENAMED.items()}
+
+
+def parse_hparams_arg(value: str | None) -> dict[str, Any]:
+    """``--hparams``: a JSON object given inline or as the path of a ``.json`` file (original style);
+    :func:`bioelectra.hparams.load_json_object`.
+
+    Raises:
+        ValueError: not valid JSON, not an object, or neither JSON nor an existing file.
+    """
+    return load_json_object(value, what="--hparams")[0]
+
+
+def _type_error(name: str, value: Any, annotation: str) -> str | None:
+    """A message when ``value`` does not fit the field's annotation (``int``, ``float | None``, ...)."""
+    allowed = {t.strip() for t in annotation.split("|")}
+    if value is None:
+        return None if "None" in allowed else "a value, not null"
+    checks = {
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "bool": lambda v: isinstance(v, bool),
+        "str": lambda v: isinstance(v, str),
+    }
+    for t in allowed:
+        base = t.split("[")[0]
+        if base == "dict" and isinstance(value, dict):
+            return None
+        if base in checks and checks[base](value):
+            return None
+    expected = " or ".join(sorted(t.split("[")[0].replace("dict", "a JSON object") for t in allowed if t != "None"))
+    return f"{expected}, got {type(value).__name__} {value!r}"
+
+
+def resolve_hparams(model_size: str, overrides: Mapping[str, Any] | None = None) -> PretrainingHparams:
+    """Defaults, then the size's defaults, then ``overrides``; strict like the original's ``update``.
+
+    The original ``configure_pretraining.py`` keys are all accepted (:mod:`bioelectra.hparams`): renamed
+    ones map onto their field, TensorFlow / TPU ones are reported as ignored (``hp.ignored``), and the ones
+    fixed by something else here are kept for the checks of :func:`prepare_pretraining` (``hp.checks``:
+    ``vocab_size``, ``do_lower_case``, ``do_train``, ``do_eval``); ``debug: true`` applies the original's
+    debug sizes (:data:`bioelectra.hparams.DEBUG_SETTINGS`) to the keys not given.
+
+    Args:
+        model_size: ``small``, ``base`` or ``large``; a ``model_size`` key in ``overrides`` must agree.
+        overrides: field names of :class:`PretrainingHparams` or original names, to values.
+
+    Raises:
+        ValueError: an unknown size, an unknown key (named, with the valid keys listed), a value of the
+            wrong type (key named), a value out of range, or an original option this package does not
+            implement (e.g. ``electric_objective: true``).
+    """
+    if model_size not in SIZE_DEFAULTS:
+        raise ValueError(f"unknown model size {model_size!r}; expected one of {sorted(SIZE_DEFAULTS)}")
+    overrides = dict(overrides or {})
+    if overrides.get("debug") is True:
+        overrides = {**DEBUG_SETTINGS, **overrides}
+    sorted_keys = classify_original_hparams(overrides)
+    fields = {f.name: f.type for f in dataclasses.fields(PretrainingHparams)}
+    values: dict[str, Any] = {}
+    given: list[tuple[str, str, Any]] = [
+        *((RENAMED_FROM[name], name, v) for name, v in sorted_keys["renamed"].items()),
+        *((k, k, v) for k, v in sorted_keys["same"].items()),
+        *((k, k, v) for k, v in sorted_keys["other"].items()),
+    ]
+    for key, name, value in given:
+        if name not in fields:
+            raise ValueError(
+                f"unknown hparam {key!r}; valid keys: {', '.join(sorted(fields))} "
+                f"(and the original configure_pretraining.py names: {', '.join(sorted(ORIGINAL_PRETRAINING_HPARAMS))})"
+            )
+        if name in values:
+            raise ValueError(f"hparam {name!r} given twice (as {key!r} and under another name)")
+        problem = _type_error(name, value, str(fields[name]))
+        if problem:
+            raise ValueError(f"hparam {key!r}: expected {problem}")
+        values[name] = float(value) if str(fields[name]).startswith("float") and isinstance(value, int) else value
+    checks = dict(sorted_keys["checked"])
+    size = checks.pop("model_size", model_size)
+    if size != model_size:
+        raise ValueError(f"hparam model_size={size!r} disagrees with the model size {model_size!r}")
+    checks.pop("debug", None)
+    hp = PretrainingHparams(**values)
+    for name, default in SIZE_DEFAULTS[model_size].items():
+        if getattr(hp, name) is None:
+            setattr(hp, name, default)
+    hp.__post_init__()
+    hp.checks = checks  # not fields: checked against the data, never saved as settings
+    hp.ignored = dict(sorted_keys["ignored"])
+    return hp

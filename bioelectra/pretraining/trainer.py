@@ -1,0 +1,228 @@
+"""The ``Trainer`` of pre-training, extended only through its hooks (loss, optimizer, schedule,
+evaluation) and callbacks (save at the end, wall-clock deadline, logs), and its ``TrainingArguments``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import ProgressCallback, Trainer, TrainerCallback, TrainingArguments
+
+from bioelectra.optimization import ElectraAdamW, decay_parameter_groups, electra_lr_scheduler
+from bioelectra.pretraining.metrics import pretraining_metrics
+from bioelectra.pretraining.settings import PretrainingHparams
+
+logger = logging.getLogger(__name__)
+
+
+class SaveAtEndCallback(TrainerCallback):
+    """Write a checkpoint at the last step even when it is not a multiple of ``save_steps`` (the original
+    saves the final model), so a re-run of a finished command resumes at the end instead of redoing steps."""
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.max_steps and state.global_step >= state.max_steps:
+            control.should_save = True
+        return control
+
+
+class DeadlineCallback(TrainerCallback):
+    """Stop training, with a checkpoint, at the first optimizer step after ``seconds`` of wall-clock time
+    since the loop began (``hparams.max_train_seconds``): a run on leased time ends saved, not killed."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = float(seconds)
+        self.start: float | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.start = time.monotonic()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.start is not None and time.monotonic() - self.start >= self.seconds:
+            logger.info(
+                "max_train_seconds=%g reached at step %d of %d: saving and stopping",
+                self.seconds,
+                state.global_step,
+                state.max_steps,
+            )
+            control.should_save = True
+            control.should_training_stop = True
+        return control
+
+
+def make_optimizer(
+    param_groups: list[dict], hparams: PretrainingHparams, *, cuda: bool
+) -> torch.optim.Optimizer:
+    """ELECTRA's optimizer for ``hparams``: :class:`ElectraAdamW` (no bias correction, the original), or,
+    with ``adam_bias_correction`` on a CUDA device, torch's fused ``AdamW`` (the same update with bias
+    correction and decoupled weight decay ``w *= 1 - lr * wd``)."""
+    betas = (hparams.adam_beta1, hparams.adam_beta2)
+    if hparams.adam_bias_correction and cuda:
+        return torch.optim.AdamW(
+            param_groups,
+            lr=hparams.learning_rate,
+            betas=betas,
+            eps=hparams.adam_epsilon,
+            weight_decay=hparams.weight_decay,
+            fused=True,
+        )
+    return ElectraAdamW(
+        param_groups,
+        lr=hparams.learning_rate,
+        betas=betas,
+        eps=hparams.adam_epsilon,
+        weight_decay=hparams.weight_decay,
+        bias_correction=hparams.adam_bias_correction,
+    )
+
+
+class LogMetricsCallback(TrainerCallback):
+    """Send the Trainer's logs (losses, learning rate, metrics) to this module's logger instead of stdout
+    (replaces ``PrinterCallback``: only the CLI prints)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.is_world_process_zero and logs:
+            shown = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in logs.items()}
+            logger.info("step %d: %s", state.global_step, json.dumps(shown))
+
+
+class StepProgressCallback(ProgressCallback):
+    """The Trainer's progress bars without its printing of the logs (:class:`LogMetricsCallback` logs them)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        return None
+
+
+class ElectraPretrainer(Trainer):
+    """``Trainer`` for :class:`ElectraPretrainingModel`, extended only through its hooks.
+
+    Args:
+        hparams: resolved :class:`PretrainingHparams` (optimizer and schedule settings, eval sizes, seed).
+        *args, **kwargs: ``Trainer``'s.
+    """
+
+    def __init__(self, *args: Any, hparams: PretrainingHparams, **kwargs: Any) -> None:
+        self.hparams = hparams
+        self._component_sums: dict[str, float | torch.Tensor] = {"mlm_loss": 0.0, "disc_loss": 0.0}
+        self._component_count = 0
+        super().__init__(*args, **kwargs)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        """``gen_weight * mlm_loss + disc_weight * disc_loss`` (the model computes it); the two parts are
+        kept for logging. The mean over this micro-batch: Trainer divides by the accumulation steps."""
+        outputs = model(**inputs)
+        # summed on the device: no host sync per step (read at logging time only)
+        for key in ("mlm_loss", "disc_loss"):
+            self._component_sums[key] = self._component_sums[key] + getattr(outputs, key).detach().float()
+        self._component_count += 1
+        return (outputs.loss, outputs) if return_outputs else outputs.loss
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """Add the mean generator and discriminator losses since the last log to a training log."""
+        if "loss" in logs and self._component_count:
+            for key, total in self._component_sums.items():
+                logs[key] = round(float(total) / self._component_count, 4)
+            self._component_sums = {k: 0.0 for k in self._component_sums}
+            self._component_count = 0
+        super().log(logs, start_time)
+
+    def create_optimizer(self, model=None) -> torch.optim.Optimizer:
+        """:class:`ElectraAdamW` over two groups (weight decay / none for LayerNorm and biases)."""
+        if self.optimizer is None:
+            opt_model = self.model if model is None else model
+            hp = self.hparams
+            self.optimizer = make_optimizer(
+                decay_parameter_groups(opt_model, weight_decay=hp.weight_decay),
+                hp,
+                cuda=next(opt_model.parameters()).is_cuda or self.args.device.type == "cuda",
+            )
+        return self.optimizer
+
+    def create_scheduler(self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None):
+        """ELECTRA's warmup x polynomial decay (:func:`bioelectra.optimization.electra_lr_lambda`)."""
+        if self.lr_scheduler is None:
+            self.lr_scheduler = electra_lr_scheduler(
+                optimizer or self.optimizer,
+                warmup_steps=self.hparams.warmup_steps,
+                num_train_steps=num_training_steps,
+                power=self.hparams.lr_decay_power,
+            )
+            self._created_lr_scheduler = True
+        return self.lr_scheduler
+
+    def evaluate(
+        self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval"
+    ) -> dict[str, float]:
+        """The original pre-training metrics (:func:`pretraining_metrics`) on ``num_eval_steps`` batches.
+
+        Masking and sampling use a generator seeded with ``hparams.seed``, inside a forked RNG, so the
+        same checkpoint always gets the same metrics and the training's random stream is untouched.
+        """
+        dataloader = self.get_eval_dataloader(eval_dataset)
+        devices = [self.args.device] if self.args.device.type == "cuda" else []
+        was_training = self.model.training
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(self.hparams.seed + self.args.process_index)
+            if devices:
+                torch.cuda.manual_seed(self.hparams.seed + self.args.process_index)
+            raw = pretraining_metrics(
+                self.model,
+                dataloader,
+                num_eval_steps=self.hparams.num_eval_steps,
+                device=self.args.device,
+                autocast=self.autocast_smart_context_manager(),
+                accelerator=self.accelerator,
+            )
+        if was_training:
+            self.model.train()
+        metrics = {f"{metric_key_prefix}_{k}": v for k, v in raw.items()}
+        metrics[f"{metric_key_prefix}_step"] = self.state.global_step
+        self.log(dict(metrics))
+        self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
+        return metrics
+
+
+def _use_bf16(precision: str) -> bool:
+    cuda = torch.cuda.is_available()
+    if precision == "bf16":
+        return True
+    return precision == "auto" and cuda and torch.cuda.is_bf16_supported()
+
+
+def training_arguments(output_dir: Path, hparams: PretrainingHparams, **extra: Any) -> TrainingArguments:
+    """``TrainingArguments`` for resolved ``hparams``. The learning-rate schedule and optimizer are
+    ELECTRA's (set in :class:`ElectraPretrainer`); ``warmup_steps`` here stays 0 on purpose."""
+    kwargs: dict[str, Any] = dict(
+        output_dir=str(output_dir),
+        max_steps=hparams.max_steps,
+        per_device_train_batch_size=hparams.per_device_train_batch_size,
+        per_device_eval_batch_size=hparams.per_device_eval_batch_size,
+        gradient_accumulation_steps=hparams.gradient_accumulation_steps,
+        learning_rate=hparams.learning_rate,
+        weight_decay=hparams.weight_decay,
+        adam_beta1=hparams.adam_beta1,
+        adam_beta2=hparams.adam_beta2,
+        adam_epsilon=hparams.adam_epsilon,
+        max_grad_norm=hparams.max_grad_norm,
+        logging_steps=hparams.logging_steps,
+        logging_first_step=True,
+        save_strategy="steps",
+        save_steps=hparams.save_steps,
+        save_total_limit=hparams.save_total_limit,
+        eval_strategy="steps" if hparams.eval_steps > 0 else "no",
+        eval_steps=hparams.eval_steps if hparams.eval_steps > 0 else None,
+        seed=hparams.seed,
+        bf16=_use_bf16(hparams.precision),
+        use_cpu=not torch.cuda.is_available(),
+        torch_compile=hparams.torch_compile,
+        dataloader_num_workers=hparams.dataloader_num_workers,
+        remove_unused_columns=False,
+        report_to="none",
+        ddp_find_unused_parameters=False,
+        disable_tqdm=False,
+    )
+    kwargs.update(extra)
+    return TrainingArguments(**kwargs)

@@ -1,0 +1,621 @@
+"""Conversion of an original TensorFlow ELECTRA / Bio-ELECTRA checkpoint: sizes read from the tensors and
+checked against ``config.json`` / ``--hparams``, the state dicts built through the name mapping, and the
+``save_pretrained`` folders written under a temporary name and renamed (no partial conversion is ever left).
+Any variable that is neither mapped nor known optimizer/bookkeeping state is an error, as is any parameter
+left unfilled."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bioelectra.hparams import ORIGINAL_PRETRAINING_HPARAMS, load_json_object
+from bioelectra.textio import replace_dir
+from bioelectra.tf.bundle import _STEP_RE, TFCheckpointReader, find_checkpoint
+from bioelectra.tf.errors import TFCheckpointError
+from bioelectra.tf.mapping import (
+    _LAYER_RE,
+    BOOKKEEPING_VARIABLES,
+    OPTIMIZER_SLOT_SUFFIXES,
+    Source,
+    discriminator_mapping,
+    generator_mapping,
+)
+
+logger = logging.getLogger(__name__)
+
+# ==================================================================================================
+# sizes, settings and conversion
+# ==================================================================================================
+
+#: Keys of the original ``--hparams``: the one definition, :data:`bioelectra.hparams.ORIGINAL_PRETRAINING_HPARAMS`.
+ORIGINAL_HPARAMS = frozenset(ORIGINAL_PRETRAINING_HPARAMS)
+#: Keys accepted in a ``config.json`` next to the checkpoint: Bio-ELECTRA's format (its README) and the keys
+#: of a transformers ``ElectraConfig`` (5.x, plus 4.x's ``position_embedding_type`` / ``torch_dtype``).
+CONFIG_KEYS = frozenset(
+    """model_type model_size vocab_size embedding_size hidden_size num_hidden_layers num_attention_heads
+    intermediate_size generator_size hidden_act hidden_dropout_prob attention_probs_dropout_prob
+    max_position_embeddings type_vocab_size initializer_range layer_norm_eps do_lower_case architectures
+    pad_token_id summary_type summary_use_proj summary_activation summary_last_dropout position_embedding_type
+    use_cache classifier_dropout transformers_version torch_dtype dtype _name_or_path add_cross_attention
+    bos_token_id eos_token_id chunk_size_feed_forward id2label label2id is_decoder is_encoder_decoder
+    output_attentions output_hidden_states problem_type return_dict tie_word_embeddings""".split()
+)
+#: Sizes whose given value must equal what the tensors say.
+_SHAPE_KEYS = (
+    "vocab_size",
+    "embedding_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+)
+_SIZES = {"small": 256, "base": 768, "large": 1024}  # hidden size of the original model sizes
+
+EXPORTS = ("discriminator", "generator", "both")
+
+
+@dataclass
+class ConversionReport:
+    """What a conversion did (also written as ``conversion_report.json``).
+
+    Attributes:
+        checkpoint: the prefix converted (``dir/model.ckpt-N``).
+        step: ``global_step`` of the checkpoint (else the N of the file name; None if neither).
+        export: ``discriminator``, ``generator`` or ``both``.
+        outputs: export -> directory written (a ``save_pretrained`` directory with tokenizer files).
+        mapped: export -> number of TF variables mapped onto parameters.
+        ignored_optimizer_slots: number of optimizer slot variables left out (``*/adam_m``, ...).
+        ignored_bookkeeping: bookkeeping variables left out (``global_step``, ...).
+        unused_model_variables: model variables of the part not exported (e.g. the generator's when only
+            the discriminator is exported).
+        dtypes: dtype -> number of variables read.
+        discriminator / generator: the sizes used (hidden, layers, heads, embedding, vocabulary, ...).
+        do_lower_case: tokenizer casing and ``do_lower_case_source`` where it came from.
+        vocab_note: set when ``vocab.txt`` has fewer entries than the embedding matrix.
+        seconds: wall time of the conversion.
+        bytes_read: bytes of tensor data read and crc-verified.
+    """
+
+    checkpoint: str
+    step: int | None
+    export: str
+    outputs: dict[str, str] = field(default_factory=dict)
+    mapped: dict[str, int] = field(default_factory=dict)
+    ignored_optimizer_slots: int = 0
+    ignored_bookkeeping: list[str] = field(default_factory=list)
+    unused_model_variables: list[str] = field(default_factory=list)
+    dtypes: dict[str, int] = field(default_factory=dict)
+    discriminator: dict[str, Any] = field(default_factory=dict)
+    generator: dict[str, Any] = field(default_factory=dict)
+    do_lower_case: bool = False
+    do_lower_case_source: str = ""
+    vocab_note: str | None = None
+    seconds: float = 0.0
+    bytes_read: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _infer_lower_case(vocab: list[str]) -> bool:
+    """Cased when >= 1% of the word pieces hold capitals (``[unused]``/special tokens aside)."""
+    pieces = [t for t in vocab if not (t.startswith("[") and t.endswith("]"))]
+    cased = sum(1 for t in pieces if any(c.isupper() for c in t))
+    return cased < max(1, 0.01 * len(pieces))
+
+
+def _layers(names: Iterable[str], scope: str, where: str) -> int:
+    found = sorted({int(m.group(2)) for n in names if (m := _LAYER_RE.match(n)) and m.group(1) == scope})
+    if found and found != list(range(len(found))):
+        raise TFCheckpointError(f"{where}: {scope} encoder layers are not numbered 0..N-1: {found}")
+    return len(found)
+
+
+def _shape(reader: TFCheckpointReader, name: str) -> tuple[int, ...]:
+    if name not in reader:
+        raise TFCheckpointError(f"{reader.index_path}: expected variable {name!r} is missing")
+    return reader.entries[name].shape
+
+
+@dataclass
+class _Plan:
+    disc_config: Any
+    gen_config: Any | None
+    disc_map: dict[str, Source]
+    gen_map: dict[str, Source] | None
+
+
+def _plan(
+    reader: TFCheckpointReader,
+    *,
+    config: dict,
+    config_src: str,
+    hparams: dict,
+    hparams_src: str,
+    model_size: str | None,
+    num_attention_heads: int | None,
+    vocab_size_tokenizer: int,
+    pad_token_id: int,
+) -> _Plan:
+    """Sizes from the tensors, checked against ``config.json`` / ``--hparams``; both name mappings."""
+    from transformers import ElectraConfig
+
+    where = str(reader.index_path)
+    names = reader.variable_names()
+    overrides = dict(hparams.get("model_hparam_overrides") or {})
+
+    vocab, emb = _shape(reader, "electra/embeddings/word_embeddings")
+    max_pos, _ = _shape(reader, "electra/embeddings/position_embeddings")
+    type_vocab, _ = _shape(reader, "electra/embeddings/token_type_embeddings")
+    layers = _layers(names, "electra", where)
+    if layers == 0:
+        raise TFCheckpointError(f"{where}: no electra/encoder/layer_N variables; not an ELECTRA checkpoint?")
+    hidden = _shape(reader, "electra/encoder/layer_0/attention/self/query/kernel")[1]
+    ffn = _shape(reader, "electra/encoder/layer_0/intermediate/dense/kernel")[1]
+    sizes = {
+        "vocab_size": vocab,
+        "embedding_size": emb,
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "intermediate_size": ffn,
+        "max_position_embeddings": max_pos,
+        "type_vocab_size": type_vocab,
+    }
+
+    # given sizes must agree with the tensors
+    for source, values in ((config_src, config), (hparams_src, {**hparams, **overrides})):
+        for key in _SHAPE_KEYS:
+            if values.get(key) is not None and int(values[key]) != sizes[key]:
+                raise TFCheckpointError(
+                    f"{source}: {key} = {values[key]}, but the checkpoint's tensors say {sizes[key]}"
+                )
+    # a model size must agree with the hidden size (the original sizes, or the hparams' own overrides)
+    if model_size is not None:
+        size_name, size_src, size_hidden = model_size, "--model-size", None
+    elif config.get("model_size") is not None:
+        size_name, size_src, size_hidden = config["model_size"], config_src, None
+    elif hparams.get("model_size") is not None:
+        size_name, size_src, size_hidden = hparams["model_size"], hparams_src, overrides.get("hidden_size")
+    else:
+        size_name = size_src = size_hidden = None
+    if size_name is not None:
+        if size_name not in _SIZES:
+            raise TFCheckpointError(f"{size_src}: model size {size_name!r}; expected one of {sorted(_SIZES)}")
+        expected_hidden = int(size_hidden) if size_hidden is not None else _SIZES[size_name]
+        if expected_hidden != hidden:
+            raise TFCheckpointError(
+                f"{size_src}: model size {size_name!r} has hidden size {expected_hidden}, "
+                f"but the checkpoint's "
+                f"tensors say {hidden}"
+            )
+    # heads: flag > config.json > hparams overrides > the original default max(1, H // 64)
+    # (google-research/electra util/training_utils.py get_bert_config)
+    if num_attention_heads is not None:
+        heads, heads_src = num_attention_heads, "--num-attention-heads"
+    elif config.get("num_attention_heads") is not None:
+        heads, heads_src = int(config["num_attention_heads"]), config_src
+    elif overrides.get("num_attention_heads") is not None:
+        heads, heads_src = int(overrides["num_attention_heads"]), hparams_src
+    else:
+        heads, heads_src = max(1, hidden // 64), "max(1, hidden_size // 64) (original default)"
+    if heads < 1 or hidden % heads:
+        raise TFCheckpointError(f"{heads_src}: {heads} attention heads do not divide hidden size {hidden}")
+    if vocab_size_tokenizer > vocab:
+        raise TFCheckpointError(
+            f"vocab.txt has {vocab_size_tokenizer} entries but the word embeddings have {vocab} rows: "
+            "the vocabulary does not belong to this checkpoint"
+        )
+    common = {
+        "vocab_size": vocab,
+        "max_position_embeddings": max_pos,
+        "type_vocab_size": type_vocab,
+        "hidden_act": config.get("hidden_act", overrides.get("hidden_act", "gelu")),
+        "hidden_dropout_prob": float(
+            config.get("hidden_dropout_prob", overrides.get("hidden_dropout_prob", 0.1))
+        ),
+        "attention_probs_dropout_prob": float(
+            config.get("attention_probs_dropout_prob", overrides.get("attention_probs_dropout_prob", 0.1))
+        ),
+        "initializer_range": float(config.get("initializer_range", overrides.get("initializer_range", 0.02))),
+        "layer_norm_eps": float(config.get("layer_norm_eps", 1e-12)),  # TF contrib layer_norm's epsilon
+        "pad_token_id": pad_token_id,
+    }
+    disc_config = ElectraConfig(
+        embedding_size=emb,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=ffn,
+        **common,
+    )
+    disc_map = discriminator_mapping(layers, project="electra/embeddings_project/kernel" in reader)
+
+    gen_config = gen_map = None
+    gen_layers = _layers(names, "generator", where)
+    has_head = "generator_predictions/output_bias" in reader
+    if has_head:
+        shared_encoder = (
+            gen_layers == 0
+        )  # untied_generator = False: generator and discriminator share weights
+        untied = "generator/embeddings/word_embeddings" in reader
+        scope = "electra" if shared_encoder else "generator"
+        g_layers = layers if shared_encoder else gen_layers
+        g_hidden = _shape(reader, f"{scope}/encoder/layer_0/attention/self/query/kernel")[1]
+        g_ffn = _shape(reader, f"{scope}/encoder/layer_0/intermediate/dense/kernel")[1]
+        g_emb = _shape(reader, "generator/embeddings/word_embeddings")[1] if untied else emb
+        gen_size = config.get("generator_size", hparams.get("generator_hidden_size"))
+        if gen_size is not None and not shared_encoder and round(hidden * float(gen_size)) != g_hidden:
+            raise TFCheckpointError(
+                f"{config_src if 'generator_size' in config else hparams_src}: "
+                f"generator size {gen_size} x hidden "
+                f"{hidden} != the generator's hidden size {g_hidden} in the tensors"
+            )
+        gen_layers_frac = hparams.get("generator_layers")
+        if (
+            gen_layers_frac is not None
+            and not shared_encoder
+            and round(layers * float(gen_layers_frac)) != g_layers
+        ):
+            raise TFCheckpointError(
+                f"{hparams_src}: generator_layers {gen_layers_frac} x {layers} layers != the generator's "
+                f"{g_layers} layers in the tensors"
+            )
+        # original get_generator_config: heads = max(1, generator hidden // 64)
+        g_heads = heads if shared_encoder else max(1, g_hidden // 64)
+        gen_config = ElectraConfig(
+            embedding_size=g_emb,
+            hidden_size=g_hidden,
+            num_hidden_layers=g_layers,
+            num_attention_heads=g_heads,
+            intermediate_size=g_ffn,
+            tie_word_embeddings=True,
+            **common,
+        )
+        gen_map = generator_mapping(
+            g_layers,
+            project=f"{scope}/embeddings_project/kernel" in reader,
+            untied_embeddings=untied,
+            shared_encoder=shared_encoder,
+        )
+    elif gen_layers:
+        raise TFCheckpointError(
+            f"{where}: generator/encoder variables but no generator_predictions/output_bias"
+        )
+    return _Plan(disc_config, gen_config, disc_map, gen_map)
+
+
+def _expected_parameters(model_cls, config) -> dict[str, tuple[int, ...]]:
+    """Parameter names and shapes of ``model_cls(config)`` (built on the meta device: no memory, no init)."""
+    import torch
+
+    with torch.device("meta"):
+        model = model_cls(config)
+    tied = set(getattr(model, "_tied_weights_keys", None) or {}) if config.tie_word_embeddings else set()
+    return {k: tuple(v.shape) for k, v in model.state_dict().items() if k not in tied}
+
+
+def build_state_dict(
+    tensors: Mapping[str, np.ndarray],
+    mapping: Mapping[str, Source],
+    expected: Mapping[str, tuple[int, ...]],
+    *,
+    where: str,
+) -> dict[str, Any]:
+    """Torch state dict (float32, contiguous) from original tensors through ``mapping``.
+
+    Args:
+        tensors: TF variable name -> array (as read; ``(in, out)`` kernels).
+        mapping: transformers parameter -> ``Source``.
+        expected: transformers parameter -> shape, every parameter the model has.
+        where: file named in errors.
+
+    Raises:
+        TFCheckpointError: a parameter without a source, a source variable missing from ``tensors``, or a
+            shape that differs from the model's after transposition.
+    """
+    import torch
+
+    unfilled = sorted(set(expected) - set(mapping))
+    if unfilled:
+        raise TFCheckpointError(
+            f"{where}: model parameters with no checkpoint variable: {', '.join(unfilled)}"
+        )
+    extra = sorted(set(mapping) - set(expected))
+    if extra:
+        raise TFCheckpointError(
+            f"{where}: mapping targets parameters the model does not have: {', '.join(extra)}"
+        )
+    missing = sorted({src.name for src in mapping.values()} - set(tensors))
+    if missing:
+        raise TFCheckpointError(f"{where}: variables expected by the model are missing: {', '.join(missing)}")
+    state: dict[str, Any] = {}
+    for hf_name, src in mapping.items():
+        array = np.asarray(tensors[src.name])
+        if src.transpose:
+            if array.ndim != 2:
+                raise TFCheckpointError(
+                    f"{where}: {src.name}: expected a 2-D kernel, got shape {list(array.shape)}"
+                )
+            array = array.T
+        if tuple(array.shape) != tuple(expected[hf_name]):
+            raise TFCheckpointError(
+                f"{where}: {src.name} has shape {list(array.shape)}"
+                f"{' (transposed)' if src.transpose else ''}, "
+                f"but {hf_name} expects {list(expected[hf_name])}"
+            )
+        state[hf_name] = torch.from_numpy(np.array(array, dtype=np.float32, order="C", copy=True))
+    return state
+
+
+def check_variables(
+    names: Iterable[str], mappings: Iterable[Mapping[str, Source]], *, where: str
+) -> tuple[list[str], list[str]]:
+    """Split variable names into (optimizer slots, bookkeeping); anything neither mapped nor known raises.
+
+    Raises:
+        TFCheckpointError: listing every variable that is neither a model weight of ``mappings`` nor a known
+            optimizer slot / bookkeeping variable (``OPTIMIZER_SLOT_SUFFIXES``, ``BOOKKEEPING_VARIABLES``).
+    """
+    used = {src.name for m in mappings for src in m.values()}
+    slots, books, unknown = [], [], []
+    for name in names:
+        if name in used:
+            continue
+        if name in BOOKKEEPING_VARIABLES:
+            books.append(name)
+        elif name.endswith(OPTIMIZER_SLOT_SUFFIXES):
+            slots.append(name)
+        else:
+            unknown.append(name)
+    if unknown:
+        raise TFCheckpointError(
+            f"{where}: {len(unknown)} variable(s) are neither ELECTRA weights nor optimizer/bookkeeping "
+            "state, "
+            f"refusing a partial conversion: {', '.join(sorted(unknown))}"
+        )
+    return slots, books
+
+
+def _write_model(directory: Path, config, state: dict, tokenizer, *, architecture: str) -> None:
+    from safetensors.torch import save_file
+
+    directory.mkdir(parents=True)
+    config.architectures = [architecture]
+    config.save_pretrained(directory)
+    save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
+    tokenizer.save_pretrained(directory)
+
+
+def _write_pretraining_model(tmp: Path, tokenizer, *, untied: bool) -> None:
+    """``tmp/pretraining/``: the joint ``ElectraPretrainingModel`` built from the converted pair.
+
+    Pre-training continues from it (``pretrain train --init-from``) with the original's sharing: the
+    generator reads the discriminator's embeddings unless the checkpoint had untied generator embeddings.
+    """
+    from transformers import ElectraForMaskedLM, ElectraForPreTraining
+
+    from bioelectra.modeling import ElectraPretrainingModel
+
+    discriminator = ElectraForPreTraining.from_pretrained(tmp / "discriminator")
+    generator = ElectraForMaskedLM.from_pretrained(tmp / "generator")
+    joint = ElectraPretrainingModel.from_pair(discriminator, generator, untied_generator_embeddings=untied)
+    joint.save_pretrained(tmp / "pretraining")
+    tokenizer.save_pretrained(tmp / "pretraining")
+
+
+def convert_tf_checkpoint(
+    tf_dir: str | os.PathLike,
+    output_dir: str | os.PathLike,
+    *,
+    export: str = "discriminator",
+    config: str | os.PathLike | Mapping | None = None,
+    hparams: str | os.PathLike | Mapping | None = None,
+    vocab_file: str | os.PathLike | None = None,
+    model_size: str | None = None,
+    num_attention_heads: int | None = None,
+    do_lower_case: bool | None = None,
+    overwrite: bool = False,
+) -> ConversionReport:
+    """Convert an original TF ELECTRA / Bio-ELECTRA checkpoint to transformers checkpoints.
+
+    Args:
+        tf_dir: directory with the checkpoint (``checkpoint`` file and/or ``model.ckpt-N.index`` +
+            ``.data-*-of-*``; the newest step), ``vocab.txt`` and optionally ``config.json`` /
+            ``hparams.json`` (used when ``config`` / ``hparams`` are not given). Also a prefix.
+        output_dir: written atomically (temporary sibling, then renamed). ``export="discriminator"``:
+            an ``ElectraForPreTraining`` directory; ``"generator"``: an ``ElectraForMaskedLM`` directory;
+            ``"both"``: ``discriminator/`` and ``generator/`` inside it. Each has tokenizer files and
+            ``conversion_report.json`` lies at the top.
+        export: ``discriminator`` | ``generator`` | ``both``.
+        config: Bio-ELECTRA-style ``config.json`` (path, inline JSON or dict); sizes in it are checked
+            against the tensors, ``num_attention_heads``, ``hidden_act``, dropout and ``do_lower_case`` used.
+        hparams: the original ``run_pretraining.py --hparams`` JSON (path, inline or dict); unknown keys are
+            an error as in the original (``configure_pretraining.py``).
+        vocab_file: defaults to ``tf_dir/vocab.txt``.
+        model_size: ``small`` | ``base`` | ``large``, checked against the hidden size.
+        num_attention_heads: discriminator heads (default: config, hparams overrides, else max(1, H // 64)
+            as the original code). The generator has max(1, H_gen // 64) as in the original.
+        do_lower_case: tokenizer casing (default: hparams / config ``do_lower_case``, else inferred from
+            ``vocab.txt``: cased when >= 1% of its pieces hold capitals).
+        overwrite: replace an existing ``output_dir`` (otherwise an existing non-empty one is an error).
+
+    Returns:
+        A ``ConversionReport`` (also saved as ``output_dir/conversion_report.json``).
+
+    Raises:
+        FileNotFoundError: no checkpoint, shard or ``vocab.txt``.
+        TFCheckpointError: unknown variables, unfilled parameters, shape or size mismatches, crc32c
+            mismatch, unsupported dtype, bad ``export``, existing output.
+    """
+    from transformers import ElectraForMaskedLM, ElectraForPreTraining
+
+    from bioelectra.presets import load_wordpiece_tokenizer
+
+    started = time.perf_counter()
+    if export not in EXPORTS:
+        raise TFCheckpointError(f"export {export!r}: expected one of {', '.join(EXPORTS)}")
+    tf_dir = Path(tf_dir)
+    output_dir = Path(output_dir)
+    if output_dir.exists() and any(output_dir.iterdir()) and not overwrite:
+        raise TFCheckpointError(
+            f"output directory {output_dir} exists and is not empty (pass overwrite to replace it)"
+        )
+    prefix = find_checkpoint(tf_dir)
+    home = tf_dir if tf_dir.is_dir() else prefix.parent
+    reader = TFCheckpointReader(prefix)
+    where = str(reader.index_path)
+
+    if config is None and (home / "config.json").is_file():
+        config = home / "config.json"
+    if hparams is None and (home / "hparams.json").is_file():
+        hparams = home / "hparams.json"
+    config_d, config_src = load_json_object(config, what="config")
+    hparams_d, hparams_src = load_json_object(hparams, what="hparams")
+    bad = sorted(set(config_d) - CONFIG_KEYS)
+    if bad:
+        raise TFCheckpointError(
+            f"{config_src}: unknown config key(s) {bad}; expected some of {sorted(CONFIG_KEYS)}"
+        )
+    bad = sorted(set(hparams_d) - ORIGINAL_HPARAMS)
+    if bad:
+        raise TFCheckpointError(
+            f"{hparams_src}: unknown hparam(s) {bad} (not in the original configure_pretraining.py)"
+        )
+
+    vocab_path = Path(vocab_file) if vocab_file is not None else home / "vocab.txt"
+    if not vocab_path.is_file():
+        raise FileNotFoundError(f"vocabulary not found: {vocab_path} (pass vocab_file)")
+    vocab = vocab_path.read_text(encoding="utf-8").splitlines()
+    if do_lower_case is not None:
+        lower, lower_src = do_lower_case, "flag"
+    elif "do_lower_case" in hparams_d:
+        lower, lower_src = bool(hparams_d["do_lower_case"]), hparams_src
+    elif "do_lower_case" in config_d:
+        lower, lower_src = bool(config_d["do_lower_case"]), config_src
+    else:
+        lower, lower_src = _infer_lower_case(vocab), f"inferred from {vocab_path.name}"
+    tokenizer = load_wordpiece_tokenizer(vocab_path, do_lower_case=lower)
+
+    plan = _plan(
+        reader,
+        config=config_d,
+        config_src=config_src,
+        hparams=hparams_d,
+        hparams_src=hparams_src,
+        model_size=model_size,
+        num_attention_heads=num_attention_heads,
+        vocab_size_tokenizer=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    if export in ("generator", "both") and plan.gen_map is None:
+        raise TFCheckpointError(
+            f"{where}: export {export!r} asks for a generator, but the checkpoint has none"
+        )
+    mappings = [plan.disc_map] + ([plan.gen_map] if plan.gen_map is not None else [])
+    slots, books = check_variables(reader.variable_names(), mappings, where=where)
+
+    wanted = (
+        []
+        if export == "generator"
+        else [("discriminator", plan.disc_config, plan.disc_map, ElectraForPreTraining)]
+    )
+    if export in ("generator", "both"):
+        wanted.append(("generator", plan.gen_config, plan.gen_map, ElectraForMaskedLM))
+    needed = sorted({src.name for _, _, m, _ in wanted for src in m.values()})
+    missing = [name for name in needed if name not in reader]
+    if missing:
+        raise TFCheckpointError(f"{where}: variables expected by the model are missing: {', '.join(missing)}")
+    tensors: dict[str, np.ndarray] = {}
+    dtypes: dict[str, int] = {}
+    bytes_read = 0
+    for name in needed:
+        tensors[name] = reader.read(name)
+        entry = reader.entries[name]
+        dtypes[entry.dtype] = dtypes.get(entry.dtype, 0) + 1
+        bytes_read += entry.size
+    states = {}
+    for part, cfg, mapping, cls in wanted:
+        states[part] = build_state_dict(tensors, mapping, _expected_parameters(cls, cfg), where=where)
+    used = set(needed)
+    unused = sorted({src.name for m in mappings for src in m.values()} - used)
+
+    step = None
+    if "global_step" in reader:
+        step = int(np.asarray(reader.read("global_step")).reshape(-1)[0])
+    elif (m := _STEP_RE.search(prefix.name)) is not None:
+        step = int(m.group(1))
+
+    report = ConversionReport(
+        checkpoint=str(prefix),
+        step=step,
+        export=export,
+        mapped={part: len({src.name for src in mapping.values()}) for part, _, mapping, _ in wanted},
+        ignored_optimizer_slots=len(slots),
+        ignored_bookkeeping=books,
+        unused_model_variables=unused,
+        dtypes=dtypes,
+        do_lower_case=lower,
+        do_lower_case_source=lower_src,
+        bytes_read=bytes_read,
+    )
+    for part, cfg in (("discriminator", plan.disc_config), ("generator", plan.gen_config)):
+        if cfg is not None:
+            setattr(
+                report,
+                part,
+                {
+                    k: getattr(cfg, k)
+                    for k in (
+                        "vocab_size",
+                        "embedding_size",
+                        "hidden_size",
+                        "num_hidden_layers",
+                        "num_attention_heads",
+                        "intermediate_size",
+                        "max_position_embeddings",
+                        "type_vocab_size",
+                    )
+                },
+            )
+    if len(tokenizer) < plan.disc_config.vocab_size:
+        report.vocab_note = (
+            f"{vocab_path.name} has {len(tokenizer)} entries, the embeddings "
+            f"{plan.disc_config.vocab_size} rows (the extra rows are never produced by the tokenizer)"
+        )
+
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.tmp-", dir=output_dir.parent))
+    try:
+        arch = {"discriminator": "ElectraForPreTraining", "generator": "ElectraForMaskedLM"}
+        for part, cfg, _, _ in wanted:
+            target = tmp / part if export == "both" else tmp
+            if export == "both":
+                report.outputs[part] = str(output_dir / part)
+            else:
+                report.outputs[part] = str(output_dir)
+            if export != "both":
+                target.rmdir()  # recreated by _write_model
+            _write_model(target, cfg, states[part], tokenizer, architecture=arch[part])
+        if export == "both":
+            _write_pretraining_model(tmp, tokenizer, untied="generator/embeddings/word_embeddings" in reader)
+            report.outputs["pretraining"] = str(output_dir / "pretraining")
+        report.seconds = round(time.perf_counter() - started, 3)
+        (tmp / "conversion_report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+        replace_dir(tmp, output_dir)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    logger.info("converted %s (step %s) to %s in %.1f s", prefix, step, output_dir, report.seconds)
+    return report

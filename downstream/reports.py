@@ -1,0 +1,160 @@
+"""Reports of fine-tuning runs: ``results.json`` / ``results.md`` of a run and of a cross-validation,
+and the terminal tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bioelectra.textio import atomic_write_text
+from downstream.errors import DownstreamError
+from downstream.metrics import summarize
+from downstream.registry import get_spec
+from downstream.settings import STD_DDOF, FinetuneSettings
+
+
+def write_reports(settings: FinetuneSettings, task, counts, records) -> dict[str, Any]:
+    headline = task.headline_metrics
+    summary = {
+        split: {name: summarize([r[split][name] for r in records], ddof=STD_DDOF) for name in headline}
+        for split in ("dev", "test")
+    }
+    spec = None
+    if settings.dataset:
+        try:
+            spec = get_spec(settings.dataset)
+        except DownstreamError:
+            spec = None
+    report = {
+        "task": settings.task,
+        "dataset": settings.dataset or str(settings.data_dir),
+        "dataset_title": spec.title if spec else None,
+        "checkpoint": settings.checkpoint_name or settings.checkpoint,
+        "metric_mode": task.metric_mode,
+        "f1_name": task.f1_name,
+        "labels": task.labels,
+        "settings": settings.to_json(),
+        "count_columns": [list(c) for c in task.count_columns],
+        "counts": counts,
+        "num_trials": len(records),
+        "trials": records,
+        "summary": summary,
+        "report_metrics": list(task.report_metrics),
+        "std_ddof": STD_DDOF,
+    }
+    report.update(task.report_extras(settings))
+    output_dir = Path(settings.output_dir)
+    atomic_write_text(output_dir / "results.json", json.dumps(report, indent=2))
+    atomic_write_text(output_dir / "results.md", format_markdown(report))
+    return report
+
+
+#: ``results.md`` count columns of reports written before tasks named theirs (NER).
+DEFAULT_COUNT_COLUMNS = (("sentences", "sentences"), ("words", "words"), ("entities", "entities"), ("windows", "windows"))
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.2f}"
+
+
+#: ``results.md`` summary rows of reports that do not name theirs (written before ``report_metrics``).
+DEFAULT_REPORT_METRICS = ("f1", "precision", "recall")
+
+
+def _summary_rows(summary: dict[str, Any], *, mean_header: str, names=DEFAULT_REPORT_METRICS) -> list[str]:
+    """Markdown rows: mean, std, min and max (percent) of dev and test ``names`` (the task's report metrics)."""
+    rows = ["", f"| split | metric | {mean_header} | std | min | max |", "|---|---|---:|---:|---:|---:|"]
+    for split in ("dev", "test"):
+        for name in names:
+            s = summary[split][name]
+            rows.append(f"| {split} | {name} | {_pct(s['mean'])} | {_pct(s['std'])} | {_pct(s['min'])} | {_pct(s['max'])} |")
+    return rows
+
+
+def format_markdown(report: dict[str, Any]) -> str:
+    """``results.md``: per-trial dev/test entity-level P/R/F1 (percent) and the mean ± std over trials."""
+    lines = [
+        f"# {report['dataset']}: {report['task'].upper()} fine-tuning, {report['num_trials']} trial(s)",
+        "",
+        f"Checkpoint `{report['checkpoint']}`. Metrics in percent; {report.get('metric_mode') or ''}. "
+        f"Std is the sample standard deviation (ddof={report['std_ddof']}).",
+        "",
+        "| trial | seed | best epoch | dev P | dev R | dev F1 | test P | test R | test F1 | train s |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in report["trials"]:
+        lines.append(
+            f"| {r['trial_index']} | {r['seed']} | {r['best_epoch']} | {_pct(r['dev']['precision'])} | "
+            f"{_pct(r['dev']['recall'])} | {_pct(r['dev']['f1'])} | {_pct(r['test']['precision'])} | "
+            f"{_pct(r['test']['recall'])} | {_pct(r['test']['f1'])} | {r['train_seconds']:.0f} |"
+        )
+    lines += _summary_rows(
+        report["summary"], mean_header="mean", names=report.get("report_metrics", DEFAULT_REPORT_METRICS)
+    )
+    counts = report["counts"]
+    columns = report.get("count_columns") or DEFAULT_COUNT_COLUMNS
+    lines += [
+        "",
+        "| split | file | " + " | ".join(title for _, title in columns) + " |",
+        "|---|---|" + "---:|" * len(columns),
+    ]
+    for split in ("train", "dev", "test"):
+        c = counts[split]
+        lines.append(f"| {split} | `{c['file']}` | " + " | ".join(str(c.get(key, "-")) for key, _ in columns) + " |")
+    from downstream.tasks import TASKS
+
+    if report["task"] in TASKS:
+        lines += TASKS[report["task"]].markdown_extras(report)
+    return "\n".join(lines) + "\n"
+
+
+def format_summary_table(report: dict[str, Any]) -> str:
+    """A plain-text table for the terminal: dev and test F1 per trial, then mean ± std."""
+    f1_name = report.get("f1_name") or "entity-level F1"
+    rows = [f"{report['dataset']} ({report['task']}), checkpoint {report['checkpoint']}, {f1_name} (%)"]
+    rows.append(f"{'trial':>5} {'seed':>6} {'best ep':>8} {'dev F1':>8} {'test F1':>8}")
+    for r in report["trials"]:
+        rows.append(f"{r['trial_index']:>5} {r['seed']:>6} {str(r['best_epoch']):>8} {_pct(r['dev']['f1']):>8} {_pct(r['test']['f1']):>8}")
+    dev, test = report["summary"]["dev"]["f1"], report["summary"]["test"]["f1"]
+    rows.append(
+        f"{'mean':>5} {'':>6} {'':>8} {_pct(dev['mean']):>8} {_pct(test['mean']):>8}"
+    )
+    rows.append(f"{'std':>5} {'':>6} {'':>8} {_pct(dev['std']):>8} {_pct(test['std']):>8}   (ddof={report['std_ddof']})")
+    return "\n".join(rows)
+
+
+def format_folds_markdown(report: dict[str, Any]) -> str:
+    """``results.md`` of a cross-validation run: one row per fold (mean over its trials), then mean ± std."""
+    lines = [
+        f"# {report['dataset']}: {report['task'].upper()} fine-tuning, {len(report['folds'])} folds x "
+        f"{report['num_trials_per_fold']} trial(s)",
+        "",
+        f"Checkpoint `{report['checkpoint']}`. Metrics in percent; {report.get('metric_mode') or ''}. "
+        f"{report['protocol']}; std is the sample standard deviation (ddof={report['std_ddof']}).",
+        "",
+        "| fold | train | dev | test | dev F1 | test P | test R | test F1 |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for fold, r in zip(report["folds"], report["fold_reports"], strict=True):
+        c, s = r["counts"], r["summary"]
+        lines.append(
+            f"| {fold} | {c['train'].get('training_examples', c['train'].get('examples', '-'))} | "
+            f"{c['dev'].get('examples', '-')} | {c['test'].get('examples', '-')} | {_pct(s['dev']['f1']['mean'])} | "
+            f"{_pct(s['test']['precision']['mean'])} | {_pct(s['test']['recall']['mean'])} | {_pct(s['test']['f1']['mean'])} |"
+        )
+    lines += _summary_rows(report["summary_over_folds"], mean_header="mean over folds")
+    return "\n".join(lines) + "\n"
+
+
+def format_folds_table(report: dict[str, Any]) -> str:
+    """A plain-text table for the terminal: test F1 per fold, then mean ± std over folds."""
+    rows = [f"{report['dataset']} ({report['task']}), checkpoint {report['checkpoint']}, {report.get('f1_name')} (%), "
+            f"{len(report['folds'])} folds"]
+    rows.append(f"{'fold':>5} {'dev F1':>8} {'test F1':>8}")
+    for fold, r in zip(report["folds"], report["fold_reports"], strict=True):
+        rows.append(f"{fold:>5} {_pct(r['summary']['dev']['f1']['mean']):>8} {_pct(r['summary']['test']['f1']['mean']):>8}")
+    dev, test = report["summary_over_folds"]["dev"]["f1"], report["summary_over_folds"]["test"]["f1"]
+    rows.append(f"{'mean':>5} {_pct(dev['mean']):>8} {_pct(test['mean']):>8}")
+    rows.append(f"{'std':>5} {_pct(dev['std']):>8} {_pct(test['std']):>8}   (ddof={report['std_ddof']})")
+    return "\n".join(rows)

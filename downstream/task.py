@@ -1,0 +1,116 @@
+"""The interface between the trial runner and a task kind (NER, RE, and the next ones).
+
+A task kind is a class with the attributes and methods of :class:`Task`, registered in
+``downstream.tasks.TASKS`` under its ``kind``. The trial runner (``downstream.trials``) reads nothing else
+about it: adding a task kind is one module implementing ``Task`` and one entry in that table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+if TYPE_CHECKING:
+    from downstream.settings import FinetuneSettings
+
+SPLITS = ("train", "dev", "test")
+
+
+def argmax_logits(logits, labels):
+    """``preprocess_logits_for_metrics`` hook: keep predicted ids, not the ``(batch, [seq,] labels)`` logits.
+
+    A model that returns several logits tensors (question answering: start and end) gives a tuple; each is
+    reduced and the tuple kept, so no output is silently dropped.
+    """
+    if isinstance(logits, tuple):
+        reduced = tuple(x.argmax(dim=-1) for x in logits)
+        return reduced[0] if len(reduced) == 1 else reduced
+    return logits.argmax(dim=-1)
+
+
+@dataclass
+class EvalResult:
+    """Metrics of one split (``metrics``: scalars and reports) and the predictions, ready to write."""
+
+    metrics: dict[str, Any]
+    predictions: Any
+
+
+class Task(Protocol):
+    """What the trial runner needs from a task kind.
+
+    Class attributes:
+        kind: the ``--loader`` name (``ner``, ``re``).
+        headline_metrics: metrics summarised over trials (``results.json`` ``summary``), the first is the
+            headline; the terminal table shows the F1.
+        report_metrics: the metrics of ``results.md``'s summary rows.
+        count_columns: ``results.md`` split-size columns, ``(counts key, column title)``.
+        size_key: the counts key with the number of units of a split (for logs).
+        predictions_filename: the test predictions file of each trial.
+        fingerprint_excludes: settings that do not change this kind's result (left out of the trial
+            fingerprint, so a run's finished trials are reused when only those change).
+
+    Instance attributes: ``labels``, ``f1_name``, ``metric_mode``, ``model_class_name``.
+    """
+
+    kind: ClassVar[str]
+    headline_metrics: ClassVar[tuple[str, ...]]
+    report_metrics: ClassVar[tuple[str, ...]]
+    count_columns: ClassVar[tuple[tuple[str, str], ...]]
+    size_key: ClassVar[str]
+    predictions_filename: ClassVar[str]
+    fingerprint_excludes: ClassVar[tuple[str, ...]]
+    labels: list[str]
+    f1_name: str
+    metric_mode: str
+    model_class_name: str
+
+    @classmethod
+    def locate_files(cls, settings: FinetuneSettings) -> dict[str, Path]:
+        """The split files of ``settings``' dataset or data folder (raises ``DownstreamError``)."""
+        ...
+
+    @classmethod
+    def options(cls, settings: FinetuneSettings) -> dict[str, Any]:
+        """The constructor's keyword options taken from ``settings``."""
+        ...
+
+    def counts(self) -> dict[str, dict[str, Any]]:
+        """Per split: its file and sizes (``count_columns`` keys)."""
+        ...
+
+    def encode(self, tokenizer, *, max_seq_length: int) -> None:
+        """Tokenise every split once."""
+        ...
+
+    def dataset(self, name: str) -> Any:
+        """The encoded split ``name`` (a torch dataset the Trainer iterates)."""
+        ...
+
+    def evaluator(self, name: str) -> Any:
+        """``compute_metrics`` for split ``name``; its ``last`` holds the full :class:`EvalResult`."""
+        ...
+
+    def data_collator(self, tokenizer, *, pad_to_multiple_of: int | None = None) -> Any:
+        ...
+
+    def build_model(self, checkpoint: str, **config_overrides) -> Any:
+        """A fresh model with this task's head from ``checkpoint`` (head initialised from the torch seed)."""
+        ...
+
+    def reduce_logits(self, logits, labels) -> Any:
+        """``preprocess_logits_for_metrics``: what the evaluator needs of the logits (e.g. argmax ids)."""
+        ...
+
+    def write_predictions(self, path: Path, name: str, result: EvalResult) -> None:
+        ...
+
+    def report_extras(self, settings: FinetuneSettings) -> dict[str, Any]:
+        """Kind-specific entries of ``results.json``."""
+        ...
+
+    @staticmethod
+    def markdown_extras(report: dict[str, Any]) -> list[str]:
+        """Kind-specific lines at the end of ``results.md``."""
+        ...
