@@ -9,8 +9,10 @@ task of ``task_names`` through this package's trial runner:
 - a task's data is ``DATA_DIR/finetuning_data/<task>/`` when that folder exists, else the registered
   benchmark of that name;
 - the original's fine-tuning hyper-parameters (``configure_finetuning.py``, ``FinetuningConfig``) map onto
-  ``finetune``'s settings, with the original's defaults for the keys not given (learning rate 1e-4,
-  layer-wise decay 0.8, 3 epochs, warmup 0.1, batch 32; large: 5e-5 and 0.9); TensorFlow / TPU settings,
+  ``finetune``'s settings, with the original's defaults for the keys not given (``finetune``'s ``electra``
+  protocol: learning rate 1e-4, layer-wise decay 0.8, 3 epochs, warmup 0.1, batch 32, the original
+  optimizer, dropout 0.1; large: 5e-5 and 0.9); ``do_train: false`` with ``do_eval: true`` scores the
+  fine-tuned ``init_checkpoint`` without training (``bioelectra evaluate``); TensorFlow / TPU settings,
   file locations and question-answering settings are accepted and reported as ignored; unknown keys are
   an error, as in the original's ``FinetuningConfig.update``;
 - results go to ``DATA_DIR/models/NAME/results/<task>_results.txt`` in the original's format (one line per
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bioelectra.textio import atomic_write_text
+from downstream.settings import PROTOCOLS
 
 #: ``FinetuningConfig``'s keys that map onto ``FinetuneSettings`` fields.
 MAPPED: dict[str, str] = {
@@ -40,18 +43,9 @@ MAPPED: dict[str, str] = {
     "eval_batch_size": "per_device_eval_batch_size",
     "num_trials": "num_trials",
 }
-#: The original's defaults of the mapped keys (``configure_finetuning.py``), and the large size's.
-ORIGINAL_DEFAULTS: dict[str, Any] = {
-    "learning_rate": 1e-4,
-    "layerwise_lr_decay": 0.8,
-    "num_train_epochs": 3.0,
-    "warmup_proportion": 0.1,
-    "weight_decay_rate": 0.01,
-    "max_seq_length": 128,
-    "train_batch_size": 32,
-    "eval_batch_size": 32,
-    "num_trials": 1,
-}
+#: The original's defaults of the mapped keys: the ``electra`` protocol (``configure_finetuning.py``), which
+#: also sets the original optimizer and dropout 0.1.
+ORIGINAL_DEFAULTS_FROM = "electra"
 LARGE_DEFAULTS: dict[str, Any] = {"learning_rate": 5e-5, "layerwise_lr_decay": 0.9}
 #: Keys with no meaning here (TensorFlow / TPU, file locations, model shape fixed by the checkpoint,
 #: outputs this package writes anyway, question answering): accepted and reported.
@@ -65,8 +59,9 @@ IGNORED: frozenset[str] = frozenset(
     preprocessed_data_dir test_predictions""".split()
 )
 #: Keys implemented with one value only here.
-ONLY: dict[str, Any] = {"do_train": True, "do_eval": True}
-OTHER: frozenset[str] = frozenset({"task_names", "model_size"})
+ONLY: dict[str, Any] = {"do_eval": True}
+#: ``do_train: false`` (with ``do_eval: true``) scores ``init_checkpoint``, a fine-tuned model, without training.
+OTHER: frozenset[str] = frozenset({"task_names", "model_size", "do_train", "init_checkpoint"})
 SIZES = ("small", "base", "large")
 
 
@@ -105,9 +100,9 @@ def parse_original_hparams(hparams: Mapping[str, Any], *, where: str = "--hparam
     size = hparams.get("model_size", "small")
     if size not in SIZES:
         raise ValueError(f"{where}: model_size={size!r}; expected one of {', '.join(SIZES)}")
-    values = {**ORIGINAL_DEFAULTS, **(LARGE_DEFAULTS if size == "large" else {})}
-    values.update({k: v for k, v in hparams.items() if k in MAPPED})
-    settings = {MAPPED[k]: v for k, v in values.items()}
+    settings = dict(PROTOCOLS[ORIGINAL_DEFAULTS_FROM]["settings"])
+    settings.update({MAPPED[k]: v for k, v in LARGE_DEFAULTS.items()} if size == "large" else {})
+    settings.update({MAPPED[k]: v for k, v in hparams.items() if k in MAPPED})
     ignored = {k: v for k, v in hparams.items() if k in IGNORED}
     return list(tasks), settings, ignored
 
@@ -201,6 +196,8 @@ def run_original_finetuning(
     runs, ignored = plan_original_runs(data_dir, model_name, hparams)
     if ignored:
         log(f"original hparams with no meaning here, ignored: {', '.join(sorted(ignored))}")
+    if hparams.get("do_train", True) is False:
+        return _evaluate_original(runs, hparams, settings_class=settings_class, log=log)
     model_dir = data_dir / "models" / model_name
     ckpt = str(model_dir) if model_dir.is_dir() else model_name
     if not model_dir.is_dir():
@@ -221,5 +218,34 @@ def run_original_finetuning(
         report = run_trials(settings)
         run.results_txt.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(run.results_txt, "".join(line + "\n" for line in original_results_lines(run.task, report)))
+        reports.append({"task": run.task, "report": report, "results_txt": str(run.results_txt)})
+    return reports
+
+
+def _evaluate_original(runs: list[OriginalRun], hparams: Mapping[str, Any], *, settings_class: type, log) -> list[dict]:
+    """The original's ``do_train: false, do_eval: true``: score the fine-tuned ``init_checkpoint`` on each
+    task (:func:`downstream.evaluate.evaluate_model`), results in the original's file as well.
+
+    Raises:
+        ValueError: no ``init_checkpoint``, or it is not a folder.
+    """
+    from downstream.evaluate import evaluate_model
+
+    model = hparams.get("init_checkpoint")
+    if not model or not Path(model).is_dir():
+        raise ValueError(
+            f'--hparams: do_train=false evaluates "init_checkpoint", a fine-tuned model folder; got {model!r}'
+        )
+    reports = []
+    for run in runs:
+        settings = settings_class(
+            task=run.kind, dataset=run.dataset, data_dir=run.data_dir, checkpoint=str(model), checkpoint_name=str(model),
+            output_dir=run.output_dir.with_name(f"{run.task}_evaluation"), max_seq_length=run.settings["max_seq_length"],
+            per_device_eval_batch_size=run.settings["per_device_eval_batch_size"],
+        )  # fmt: skip
+        log(f"task {run.task} ({run.kind}): evaluating {model} (do_train false) -> {settings.output_dir}")
+        report = evaluate_model(settings)
+        line = original_results_lines(run.task, {"trials": [{"dev": report["dev"]}]})
+        atomic_write_text(run.results_txt, "".join(x + "\n" for x in line))
         reports.append({"task": run.task, "report": report, "results_txt": str(run.results_txt)})
     return reports

@@ -231,6 +231,21 @@ class ReTask:
     def write_predictions(self, path: Path, name: str, result: EvalResult) -> None:
         write_re_predictions(path, self.splits[name], result.predictions)
 
+    def use_labels(self, labels: list[str]) -> None:
+        """Take a saved model's label order (its ``config.id2label``), before :meth:`encode`.
+
+        Raises:
+            DownstreamError: the model's label set differs from the data's (both listed).
+        """
+        if set(labels) != set(self.labels):
+            raise DownstreamError(
+                f"the model's labels {sorted(labels)} do not match the data's {sorted(self.labels)}"
+            )
+        self.labels = list(labels)
+        self.label2id = {label: i for i, label in enumerate(self.labels)}
+        self.id2label = dict(enumerate(self.labels))
+        self.positive_labels = [label for label in self.labels if label not in NEGATIVE_LABELS]
+
     def reduce_logits(self, logits, labels):
         return argmax_logits(logits, labels)
 

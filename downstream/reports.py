@@ -41,6 +41,7 @@ def write_reports(settings: FinetuneSettings, task, counts, records) -> dict[str
         "trials": records,
         "summary": summary,
         "report_metrics": list(task.report_metrics),
+        "dropout": checkpoint_dropout(settings),
         "std_ddof": STD_DDOF,
     }
     report.update(task.report_extras(settings))
@@ -72,6 +73,44 @@ def _summary_rows(summary: dict[str, Any], *, mean_header: str, names=DEFAULT_RE
     return rows
 
 
+def _settings_lines(report: dict[str, Any]) -> list[str]:
+    """The protocol (and every value it set), the optimizer and the dropout, when the report records them."""
+    settings = report.get("settings") or {}
+    lines = []
+    protocol = settings.get("protocol")
+    if protocol:
+        from downstream.settings import PROTOCOLS
+
+        values = ", ".join(f"{k} {v}" for k, v in PROTOCOLS[protocol]["settings"].items())
+        lines.append(
+            f"Protocol `{protocol}` ({PROTOCOLS[protocol]['source']}): {values}; options given on the "
+            f"command line override it, and the run used: {_used(settings, PROTOCOLS[protocol]['settings'])}."
+        )
+    if "optimizer" in settings:
+        lines.append(f"Optimizer `{settings['optimizer']}`, peak learning rate {settings['learning_rate']:g}, "
+                     f"layer-wise decay {settings.get('layerwise_lr_decay', 1.0):g}.")  # fmt: skip
+    dropout = report.get("dropout")
+    if dropout:
+        lines.append("Dropout: " + ", ".join(f"{k} {v}" for k, v in dropout.items()) + ".")
+    return [*lines, ""] if lines else []
+
+
+def _used(settings: dict[str, Any], protocol_values: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {settings.get(k)}" for k in protocol_values)
+
+
+def checkpoint_dropout(settings: FinetuneSettings) -> dict[str, Any]:
+    """The dropout the fine-tuned model ran with: ``settings.dropout``, else the checkpoint's config values."""
+    keys = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout")
+    if settings.dropout is not None:
+        return dict.fromkeys(keys, settings.dropout)
+    config = Path(settings.checkpoint) / "config.json"
+    if not config.is_file():
+        return {}
+    values = json.loads(config.read_text(encoding="utf-8"))
+    return {k: values.get(k) for k in keys}
+
+
 def format_markdown(report: dict[str, Any]) -> str:
     """``results.md``: per-trial dev/test entity-level P/R/F1 (percent) and the mean ± std over trials."""
     lines = [
@@ -80,6 +119,7 @@ def format_markdown(report: dict[str, Any]) -> str:
         f"Checkpoint `{report['checkpoint']}`. Metrics in percent; {report.get('metric_mode') or ''}. "
         f"Std is the sample standard deviation (ddof={report['std_ddof']}).",
         "",
+        *_settings_lines(report),
         "| trial | seed | best epoch | dev P | dev R | dev F1 | test P | test R | test F1 | train s |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]

@@ -60,6 +60,15 @@ class FinetuneSettings:
             dropout's random draws differ) with the activation memory of a smaller batch. ``None``:
             :data:`CPU_MICRO_BATCH_TOKENS` on CPU, no splitting on a GPU; ``0``: never split. Not part of
             the trial fingerprint.
+        optimizer: ``adamw`` (the Trainer's AdamW: bias correction, epsilon 1e-8, linear warmup then a decay
+            over the steps after it) or ``electra`` (the original fine-tuning optimizer,
+            google-research/electra ``model/optimization.py``: ``AdamWeightDecayOptimizer`` without bias
+            correction, epsilon 1e-6, weight decay not on LayerNorm and biases, polynomial decay to 0
+            computed from step 0 multiplied by a linear warmup; :mod:`bioelectra.optimization`).
+        dropout: hidden, attention and classifier dropout of the fine-tuned model; None keeps the
+            checkpoint's own values.
+        protocol: the name of the :data:`PROTOCOLS` entry the settings came from (reported; the values
+            themselves are the other fields).
     """
 
     task: str
@@ -89,6 +98,9 @@ class FinetuneSettings:
     dev_split_seed: int = 42
     layerwise_lr_decay: float = 1.0
     micro_batch_tokens: int | None = None
+    optimizer: str = "adamw"
+    dropout: float | None = None
+    protocol: str | None = None
 
     def __post_init__(self) -> None:
         """Refuse values that would finish with exit 0 and a meaningless result, or crash later.
@@ -108,6 +120,9 @@ class FinetuneSettings:
             (self.max_seq_length >= 8, "--max-seq-length", "at least 8"),
             (math.isfinite(self.weight_decay) and self.weight_decay >= 0, "--weight-decay", "a finite number >= 0"),
             (0.0 <= self.warmup_ratio < 1.0 or self.warmup_ratio == 1.0, "--warmup-ratio", "a fraction in [0, 1]"),
+            (self.optimizer in OPTIMIZERS, "--optimizer", f"one of {', '.join(OPTIMIZERS)}"),
+            (self.dropout is None or 0.0 <= self.dropout < 1.0, "--dropout", "a probability in [0, 1)"),
+            (self.protocol is None or self.protocol in PROTOCOLS, "--protocol", f"one of {', '.join(PROTOCOLS)}"),
         ]
         values = {
             "--learning-rate": self.learning_rate,
@@ -117,10 +132,14 @@ class FinetuneSettings:
             "--max-seq-length": self.max_seq_length,
             "--weight-decay": self.weight_decay,
             "--warmup-ratio": self.warmup_ratio,
+            "--optimizer": self.optimizer,
+            "--dropout": self.dropout,
+            "--protocol": self.protocol,
         }
         for ok, option, expected in checks:
             if not ok:
                 raise ValueError(f"{option} {values[option]!r}: expected {expected}")
+        resolve_precision(self.precision)  # before any data is read: fp16 needs a GPU
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -135,8 +154,11 @@ class FinetuneSettings:
 
         for key in task_class(self.task).fingerprint_excludes:  # settings of other kinds: fingerprints stay
             data.pop(key)
-        if self.layerwise_lr_decay == 1.0:  # the default: fingerprints from before the option stay valid
-            data.pop("layerwise_lr_decay")
+        # defaults added after runs were made: leave them out, so the fingerprints of those runs stay valid
+        for key, default in (("layerwise_lr_decay", 1.0), ("optimizer", "adamw"), ("dropout", None)):
+            if data[key] == default:
+                data.pop(key)
+        data.pop("protocol")  # a name: the values it set are the other fields
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -157,9 +179,65 @@ def resolve_precision(precision: str) -> dict[str, bool]:
         return {"bf16": True, "fp16": False}
     if precision == "fp16":
         if not cuda:
-            raise DownstreamError("--precision fp16 needs a CUDA GPU (use fp32 or bf16 on CPU)")
+            raise DownstreamError("--precision fp16: needs a CUDA GPU, and none is visible (use fp32 or bf16 on a CPU)")
         return {"bf16": False, "fp16": True}
     raise DownstreamError(f"unknown precision {precision!r}; expected auto, fp32, bf16 or fp16")
+
+
+#: ``--optimizer`` choices (see :class:`FinetuneSettings`).
+OPTIMIZERS = ("adamw", "electra")
+
+#: Named fine-tuning protocols (``--protocol``): the settings each sets, and where they come from. Options
+#: given explicitly override them.
+PROTOCOLS: dict[str, dict] = {
+    "electra": {
+        "source": "google-research/electra configure_finetuning.py defaults (and model/optimization.py)",
+        "settings": {
+            "learning_rate": 1e-4,
+            "layerwise_lr_decay": 0.8,
+            "num_train_epochs": 3.0,
+            "warmup_ratio": 0.1,
+            "weight_decay": 0.01,
+            "max_seq_length": 128,
+            "per_device_train_batch_size": 32,
+            "per_device_eval_batch_size": 32,
+            "num_trials": 1,
+            "optimizer": "electra",
+            "dropout": 0.1,
+        },
+    },
+    "bio-electra": {
+        "source": "Bio-ELECTRA's fine-tuning command (README of SciCrunch/bio_electra; seed 000): "
+        "run_finetuning.py with learning_rate 3e-4, num_train_epochs 10, num_trials 10, batch 32, max_seq_length 128, "
+        "over the original's defaults",
+        "settings": {
+            "learning_rate": 3e-4,
+            "layerwise_lr_decay": 0.8,
+            "num_train_epochs": 10.0,
+            "warmup_ratio": 0.1,
+            "weight_decay": 0.01,
+            "max_seq_length": 128,
+            "per_device_train_batch_size": 32,
+            "per_device_eval_batch_size": 32,
+            "num_trials": 10,
+            "optimizer": "electra",
+            "dropout": 0.1,
+        },
+    },
+}
+
+
+def protocol_settings(name: str | None, given: dict) -> dict:
+    """``given`` (the options the user set) over protocol ``name``'s settings; ``given`` alone for None.
+
+    Raises:
+        ValueError: an unknown protocol name.
+    """
+    if name is None:
+        return dict(given)
+    if name not in PROTOCOLS:
+        raise ValueError(f"--protocol {name!r}: expected one of {', '.join(PROTOCOLS)}")
+    return {**PROTOCOLS[name]["settings"], **given, "protocol": name}
 
 
 #: Development metrics that can pick the best epoch (``--metric``); each task reports all of them.

@@ -80,6 +80,10 @@ class Task(Protocol):
         """Per split: its file and sizes (``count_columns`` keys)."""
         ...
 
+    def use_labels(self, labels: list[str]) -> None:
+        """Take a saved model's label order (evaluation of a fine-tuned model); raises on another set."""
+        ...
+
     def encode(self, tokenizer, *, max_seq_length: int) -> None:
         """Tokenise every split once."""
         ...

@@ -13,6 +13,7 @@ import torch
 from torch.utils.data import SequentialSampler
 from transformers import Trainer
 
+from bioelectra.optimization import NO_DECAY_NAME_PARTS, ElectraAdamW, electra_lr_scheduler
 from downstream.settings import (
     FinetuneSettings,
     check_layerwise_lr_decay,
@@ -99,6 +100,40 @@ def layerwise_lr_scales(model, decay: float) -> dict[str, float]:
     return scales
 
 
+def electra_optimizer(model, *, lr: float, weight_decay: float, decay: float = 1.0) -> ElectraAdamW:
+    """The original ELECTRA fine-tuning optimizer (google-research/electra ``model/optimization.py:
+    create_optimizer``, ``AdamWeightDecayOptimizer``): Adam without bias correction, betas (0.9, 0.999),
+    epsilon 1e-6, decoupled weight decay on every parameter but LayerNorm and biases
+    (:data:`bioelectra.optimization.NO_DECAY_NAME_PARTS`), and the layer-wise rates of
+    :func:`layerwise_lr_scales` (``decay`` 1.0: one rate). One parameter group per (rate, decayed) pair.
+    """
+    scales = layerwise_lr_scales(model, decay)
+    groups: dict[tuple[float, bool], list] = {}
+    for name, param in model.named_parameters():
+        if name in scales:
+            decayed = not any(part in name for part in NO_DECAY_NAME_PARTS)
+            groups.setdefault((scales[name], decayed), []).append(param)
+    return ElectraAdamW(
+        [
+            {"params": params, "lr": lr * scale, "weight_decay": weight_decay if decayed else 0.0}
+            for (scale, decayed), params in sorted(groups.items(), key=lambda kv: (-kv[0][0], not kv[0][1]))
+        ],
+        lr=lr,
+        betas=(0.9, 0.999),
+        eps=1e-6,
+        weight_decay=weight_decay,
+        bias_correction=False,
+    )
+
+
+def dropout_overrides(dropout: float | None) -> dict[str, float]:
+    """Config overrides that set every dropout of an ELECTRA/BERT fine-tuning model to ``dropout`` (hidden,
+    attention and classifier); none for None (the checkpoint's own values)."""
+    if dropout is None:
+        return {}
+    return {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout, "classifier_dropout": dropout}
+
+
 class FinetuneTrainer(Trainer):
     """Trainer with sequential evaluation and optional micro-batches for long training batches.
 
@@ -115,13 +150,20 @@ class FinetuneTrainer(Trainer):
 
     micro_batch_tokens: int = 0
     layerwise_lr_decay: float = 1.0
+    optimizer_kind: str = "adamw"
     _loss_weight: float = 1.0
 
     def create_optimizer(self, model=None):
         """Trainer's AdamW, with one parameter group per (learning-rate factor, weight decay) pair when
         ``layerwise_lr_decay`` < 1 (:func:`layerwise_lr_scales`); the linear schedule then scales every
-        group's rate alike."""
+        group's rate alike. With ``optimizer_kind == "electra"``: the original's optimizer instead
+        (:func:`electra_optimizer`)."""
         opt_model = self.model if model is None else model
+        if self.optimizer is None and self.optimizer_kind == "electra":
+            self.optimizer = electra_optimizer(
+                opt_model, lr=self.args.learning_rate, weight_decay=self.args.weight_decay, decay=self.layerwise_lr_decay
+            )
+            return self.optimizer
         if self.layerwise_lr_decay == 1.0 or self.optimizer is not None:
             return super().create_optimizer(model)
         scales = layerwise_lr_scales(opt_model, self.layerwise_lr_decay)
@@ -141,6 +183,20 @@ class FinetuneTrainer(Trainer):
             **optimizer_kwargs,
         )
         return self.optimizer
+
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        """The Trainer's schedule, or with ``optimizer_kind == "electra"`` the original's: linear warmup over
+        ``warmup_ratio`` of the steps multiplied by a linear decay to 0 computed from step 0
+        (:func:`bioelectra.optimization.electra_lr_lambda`)."""
+        if self.optimizer_kind != "electra" or self.lr_scheduler is not None:
+            return super().create_scheduler(num_training_steps, optimizer)
+        self.lr_scheduler = electra_lr_scheduler(
+            optimizer or self.optimizer,
+            warmup_steps=self.args.get_warmup_steps(num_training_steps),
+            num_train_steps=num_training_steps,
+        )
+        self._created_lr_scheduler = True
+        return self.lr_scheduler
 
     def _get_eval_sampler(self, eval_dataset):
         if self.args.world_size <= 1:
@@ -205,7 +261,7 @@ def build_trainer(settings: FinetuneSettings, task, tokenizer, *, seed: int, out
     from transformers import TrainingArguments, set_seed
 
     set_seed(seed)  # before building the model: the new head's initialisation depends on it
-    model = task.build_model(settings.checkpoint)
+    model = task.build_model(settings.checkpoint, **dropout_overrides(settings.dropout))
     cuda = torch.cuda.is_available()
     args = TrainingArguments(
         output_dir=str(output_dir),
@@ -247,6 +303,7 @@ def build_trainer(settings: FinetuneSettings, task, tokenizer, *, seed: int, out
     )
     trainer.micro_batch_tokens = resolve_micro_batch_tokens(settings.micro_batch_tokens, cuda=cuda)
     trainer.layerwise_lr_decay = settings.layerwise_lr_decay
+    trainer.optimizer_kind = settings.optimizer
     return trainer, dev_evaluator
 
 

@@ -29,6 +29,11 @@ class ReHead(StrEnum):
     hf = "hf"
 
 
+class Optimizer(StrEnum):
+    adamw = "adamw"
+    electra = "electra"
+
+
 class Iob1Policy(StrEnum):
     repair = "repair"
     reject = "reject"
@@ -63,8 +68,8 @@ def finetune(
         bool,
         typer.Option("--greater-is-better/--lower-is-better", "--greater_is_better/--lower_is_better", help="Whether a larger --metric is better."),
     ] = True,
-    trials: Annotated[int, typer.Option(min=1, help="Number of fine-tuning runs, with seeds seed, seed+1, ...")] = 1,
-    epochs: Annotated[float, typer.Option(min=0.0, help="Training epochs per trial.")] = 3.0,
+    trials: Annotated[int | None, typer.Option(min=1, show_default=False, help="Number of fine-tuning runs, with seeds seed, seed+1, ... [default: 1]")] = None,
+    epochs: Annotated[float | None, typer.Option(min=0.0, show_default=False, help="Training epochs per trial. [default: 3]")] = None,
     learning_rate: Annotated[
         float | None,
         typer.Option(
@@ -77,30 +82,43 @@ def finetune(
             "bioelectra-mini-untrained (the rate of their comparison), 1e-4 (ELECTRA's fine-tuning default) otherwise.",
         ),
     ] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", "--batch_size", min=1, help="Training batch size per device.")] = 32,
-    eval_batch_size: Annotated[int, typer.Option("--eval-batch-size", "--eval_batch_size", min=1, help="Evaluation batch size per device.")] = 64,
+    batch_size: Annotated[int | None, typer.Option("--batch-size", "--batch_size", min=1, show_default=False, help="Training batch size per device. [default: 32]")] = None,
+    eval_batch_size: Annotated[int | None, typer.Option("--eval-batch-size", "--eval_batch_size", min=1, show_default=False, help="Evaluation batch size per device. [default: 64]")] = None,
     layerwise_lr_decay: Annotated[
-        float,
+        float | None,
         typer.Option(
             "--layerwise-lr-decay",
             "--layerwise_lr_decay",
             max=1.0,
             help="Learning-rate factor in (0, 1] per encoder layer below the task head (original ELECTRA fine-tuning: 0.8 "
-            "for Small and Base); the embeddings get decay**(layers + 2). 1.0: one rate for all.",
+            "for Small and Base); the embeddings get decay**(layers + 2). 1.0: one rate for all. [default: 1.0]",
+            show_default=False,
         ),
-    ] = 1.0,
+    ] = None,
     micro_batch_tokens: Annotated[
         int | None,
         typer.Option("--micro-batch-tokens", "--micro_batch_tokens", min=0, help="Run a training batch with more padded tokens than this as several forward/backward passes adding up to the same update (less memory). Default: 1024 on CPU, no splitting on a GPU; 0: never split."),
     ] = None,
     max_seq_length: Annotated[
-        int,
-        typer.Option("--max-seq-length", "--max_seq_length", min=8, help="Sub-tokens per model input, [CLS] and [SEP] included. NER: longer sentences are split into windows; RE: truncated, examples losing an entity marker counted."),
-    ] = 128,
+        int | None,
+        typer.Option("--max-seq-length", "--max_seq_length", min=8, show_default=False, help="Sub-tokens per model input, [CLS] and [SEP] included. NER: longer sentences are split into windows; RE: truncated, examples losing an entity marker counted. [default: 128]"),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the first trial; trial i uses seed + i.")] = 42,
     max_steps: Annotated[int, typer.Option("--max-steps", "--max_steps", help="If > 0, stop each trial after this many optimizer steps (overrides --epochs).")] = -1,
-    warmup_ratio: Annotated[float, typer.Option("--warmup-ratio", "--warmup_ratio", min=0.0, max=1.0, help="Fraction of steps with linear warmup.")] = 0.1,
-    weight_decay: Annotated[float, typer.Option("--weight-decay", "--weight_decay", min=0.0, help="AdamW weight decay (not on biases and LayerNorm).")] = 0.01,
+    warmup_ratio: Annotated[float | None, typer.Option("--warmup-ratio", "--warmup_ratio", min=0.0, max=1.0, show_default=False, help="Fraction of steps with linear warmup. [default: 0.1]")] = None,
+    weight_decay: Annotated[float | None, typer.Option("--weight-decay", "--weight_decay", min=0.0, show_default=False, help="AdamW weight decay (not on biases and LayerNorm). [default: 0.01]")] = None,
+    optimizer: Annotated[
+        Optimizer | None,
+        typer.Option(show_default=False, help="adamw (the Trainer's AdamW and schedule) or electra (the original ELECTRA fine-tuning optimizer: no Adam bias correction, epsilon 1e-6, warmup multiplied into a linear decay from step 0). [default: adamw]"),
+    ] = None,
+    dropout: Annotated[
+        float | None,
+        typer.Option(min=0.0, max=0.99, show_default=False, help="Hidden, attention and classifier dropout of the fine-tuned model. [default: the checkpoint's own values]"),
+    ] = None,
+    protocol: Annotated[
+        str | None,
+        typer.Option(show_default=False, help="A named set of settings: 'bio-electra' (10 epochs at 3e-4, 10 trials, layer-wise decay 0.8, the electra optimizer, dropout 0.1) or 'electra' (the original's fine-tuning defaults). Options given explicitly override it."),
+    ] = None,
     precision: Annotated[Precision, typer.Option(help="auto: bf16 on GPUs that support it, fp32 otherwise.")] = Precision.auto,
     iob1: Annotated[
         Iob1Policy,
@@ -128,7 +146,9 @@ def finetune(
 ) -> None:
     """Fine-tune a checkpoint on a biomedical benchmark, N seeded trials, and report dev/test metrics."""
     _setup_logging(verbose)
+    from bioelectra.checkpoints import default_learning_rate
     from downstream.errors import DownstreamError
+    from downstream.settings import protocol_settings
     from downstream.trials import (
         FinetuneSettings,
         check_layerwise_lr_decay,
@@ -150,13 +170,23 @@ def finetune(
     if out.exists() and not out.is_dir():
         _fail(_UserError(f"--output-dir {out}: exists and is a file, not a folder"))
     try:
-        check_layerwise_lr_decay(layerwise_lr_decay)  # before any checkpoint is built or converted
+        given = {
+            k: v
+            for k, v in {
+                "num_trials": trials, "num_train_epochs": epochs, "learning_rate": learning_rate,
+                "per_device_train_batch_size": batch_size, "per_device_eval_batch_size": eval_batch_size,
+                "max_seq_length": max_seq_length, "warmup_ratio": warmup_ratio, "weight_decay": weight_decay,
+                "layerwise_lr_decay": layerwise_lr_decay, "optimizer": optimizer.value if optimizer else None,
+                "dropout": dropout,
+            }.items()
+            if v is not None
+        }  # fmt: skip
+        chosen = protocol_settings(protocol, given)
+        check_layerwise_lr_decay(chosen.get("layerwise_lr_decay", 1.0))  # before any checkpoint is built
         model_path = resolve_checkpoint(ckpt, out)
-        if learning_rate is None:
-            from bioelectra.presets import default_learning_rate
-
-            learning_rate = default_learning_rate(ckpt)
-            console.print(f"learning rate {learning_rate:g} (the default for --ckpt {ckpt}; set --learning-rate to change it)")
+        if "learning_rate" not in chosen:
+            chosen["learning_rate"] = default_learning_rate(ckpt)
+            console.print(f"learning rate {chosen['learning_rate']:g} (the default for --ckpt {ckpt}; set --learning-rate to change it)")
         settings = FinetuneSettings(
             task=loader.value,
             dataset=dataset,
@@ -166,16 +196,8 @@ def finetune(
             output_dir=out,
             metric=metric,
             greater_is_better=greater_is_better,
-            num_trials=trials,
-            num_train_epochs=epochs,
-            learning_rate=learning_rate,
-            per_device_train_batch_size=batch_size,
-            per_device_eval_batch_size=eval_batch_size,
-            max_seq_length=max_seq_length,
             seed=seed,
             max_steps=max_steps,
-            warmup_ratio=warmup_ratio,
-            weight_decay=weight_decay,
             precision=precision.value,
             iob1_policy=iob1.value,
             max_train_examples=max_train_examples,
@@ -183,8 +205,8 @@ def finetune(
             re_head=re_head.value,
             dev_fraction=dev_fraction,
             dev_split_seed=dev_split_seed,
-            layerwise_lr_decay=layerwise_lr_decay,
             micro_batch_tokens=micro_batch_tokens,
+            **chosen,
         )
         if folds is not None:
             report = run_folds(settings, parse_folds(folds, settings))
@@ -248,5 +270,9 @@ def run_finetuning(
         _fail(exc)
         return
     for item in reports:
-        print(format_summary_table(item["report"]))
+        report = item["report"]
+        if "trials" in report:
+            print(format_summary_table(report))
+        else:  # an evaluation (do_train false)
+            print(f"{item['task']}: dev F1 {100 * report['dev']['f1']:.2f}, test F1 {100 * report['test']['f1']:.2f}")
         console.print(f"[green]{item['task']}:[/] {item['results_txt']}")

@@ -1,0 +1,127 @@
+"""Scoring a saved fine-tuned model on a benchmark's development and test sets, without training
+(``bioelectra evaluate``): the same reading, encoding, metrics, prediction files and report keys as a trial,
+so a trial's own test F1 is reproduced exactly from its saved ``model/``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from bioelectra.textio import atomic_write_text
+from downstream.checkpoints import check_max_seq_length, load_tokenizer
+from downstream.errors import DownstreamError
+from downstream.settings import FinetuneSettings
+from downstream.tasks import build_task, task_class
+
+logger = logging.getLogger(__name__)
+
+#: ``config.json`` architectures -> task kind, for ``--loader`` left out.
+ARCHITECTURE_KINDS = {"ForTokenClassification": "ner", "ForSequenceClassification": "re", "ForRelationClassification": "re"}
+
+
+def model_labels(model_dir: Path) -> list[str]:
+    """The label list of a saved classification model, in id order (``config.id2label``).
+
+    Raises:
+        DownstreamError: no ``config.json`` or no ``id2label`` in it.
+    """
+    config_file = Path(model_dir) / "config.json"
+    if not config_file.is_file():
+        raise DownstreamError(f"--model {model_dir}: no config.json (expected a fine-tuned save_pretrained folder)")
+    id2label = json.loads(config_file.read_text(encoding="utf-8")).get("id2label")
+    if not id2label:
+        raise DownstreamError(f"{config_file}: no id2label (not a fine-tuned classification model)")
+    return [id2label[k] for k in sorted(id2label, key=int)]
+
+
+def model_kind(model_dir: Path) -> str:
+    """The task kind of a saved model from its architecture (``ElectraForTokenClassification`` -> ``ner``).
+
+    Raises:
+        DownstreamError: an architecture that is neither (pass ``--loader``).
+    """
+    config = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    for arch in config.get("architectures") or []:
+        for suffix, kind in ARCHITECTURE_KINDS.items():
+            if arch.endswith(suffix):
+                return kind
+    raise DownstreamError(f"--model {model_dir}: architectures {config.get('architectures')} are not a task kind's; pass --loader")
+
+
+def evaluate_model(settings: FinetuneSettings) -> dict[str, Any]:
+    """Score the saved model ``settings.checkpoint`` on the dev and test splits of ``settings``' data and
+    write ``results.json`` (``dev`` and ``test`` blocks with a trial's keys), ``results.md`` and the test
+    predictions under ``settings.output_dir``.
+
+    Raises:
+        DownstreamError: a folder that is not a fine-tuned model, labels that do not match the data's
+            (both sets listed), missing data.
+    """
+    from downstream.trainer import build_trainer
+
+    model_dir = Path(settings.checkpoint)
+    labels = model_labels(model_dir)
+    kind = task_class(settings.task)
+    task = build_task(settings.task, kind.locate_files(settings), **kind.options(settings))
+    task.use_labels(labels)
+    tokenizer = load_tokenizer(str(model_dir))
+    check_max_seq_length(str(model_dir), settings.max_seq_length)
+    task.encode(tokenizer, max_seq_length=settings.max_seq_length)
+    output_dir = Path(settings.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    scratch = output_dir / ".evaluate-scratch"
+    trainer, _ = build_trainer(settings, task, tokenizer, seed=settings.seed, output_dir=scratch)
+    results: dict[str, Any] = {}
+    seconds: dict[str, float] = {}
+    try:
+        for split in ("dev", "test"):
+            evaluator = task.evaluator(split)
+            trainer.compute_metrics = evaluator
+            started = time.perf_counter()
+            output = trainer.predict(task.dataset(split))
+            seconds[split] = round(time.perf_counter() - started, 2)
+            results[split] = evaluator.last
+            if "test_loss" in output.metrics:
+                results[split].metrics["loss"] = float(output.metrics["test_loss"])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    task.write_predictions(output_dir / task.predictions_filename, "test", results["test"])
+    report = {
+        "task": settings.task,
+        "dataset": settings.dataset or str(settings.data_dir),
+        "model": str(model_dir),
+        "labels": task.labels,
+        "metric_mode": task.metric_mode,
+        "f1_name": task.f1_name,
+        "counts": task.counts(),
+        "dev": results["dev"].metrics,
+        "test": results["test"].metrics,
+        "seconds": seconds,
+        "predictions_file": str(output_dir / task.predictions_filename),
+    }
+    atomic_write_text(output_dir / "results.json", json.dumps(report, indent=2))
+    atomic_write_text(output_dir / "results.md", format_evaluation(report))
+    return report
+
+
+def format_evaluation(report: dict[str, Any]) -> str:
+    """``results.md`` of an evaluation: precision, recall and F1 (percent) on dev and test."""
+    def pct(v):
+        return "-" if v is None else f"{100 * v:.2f}"
+
+    lines = [
+        f"# {report['dataset']}: {report['task'].upper()} evaluation of `{report['model']}` (no training)",
+        "",
+        f"Metrics in percent; {report.get('metric_mode') or ''}.",
+        "",
+        "| split | precision | recall | F1 |",
+        "|---|---:|---:|---:|",
+    ]
+    for split in ("dev", "test"):
+        m = report[split]
+        lines.append(f"| {split} | {pct(m.get('precision'))} | {pct(m.get('recall'))} | {pct(m.get('f1'))} |")
+    return "\n".join(lines) + "\n"
