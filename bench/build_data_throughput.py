@@ -4,6 +4,7 @@
     python bench/build_data_throughput.py --corpus ohsumed --num-processes 1
     python bench/build_data_throughput.py --corpus all --num-processes 1       # the whole shared corpus
     python bench/build_data_throughput.py --corpus all --prepare-only          # just convert it to text
+    python bench/build_data_throughput.py --corpus all --num-processes 2 --read-epoch   # + one epoch read
 
 ``--corpus ohsumed``: ``corpus/ohsumed-single-23/ohsumed_single_23.tar.gz`` extracted (one file = one
 document; 9.4 MB, 1.83 M WordPiece tokens with Bio-ELECTRA's vocabulary).
@@ -18,6 +19,10 @@ the build's alone. Throughput is WordPiece tokens (no special tokens) per second
 (reading, tokenizing, packing, writing); ``setup_seconds`` (imports, tokenizer) is reported beside it,
 and ``tokens_per_cpu_second`` (main process CPU time, setup included) is less sensitive to other jobs.
 This machine may be shared: the load average before and after is recorded. No timed asserts.
+
+The output's size on disk is reported as ``bytes_per_token`` (Arrow files over stored ids, special tokens
+included). ``--read-epoch`` then reads every training example once through the training data loader
+(``load_pretraining_data``, the masking collator, batches of 128): ``epoch_read_seconds``.
 """
 
 from __future__ import annotations
@@ -104,6 +109,7 @@ def main() -> None:
     parser.add_argument("--do-lower-case", action="store_true", help="Default: cased, as Bio-ELECTRA.")
     parser.add_argument("--drop-overflow", action="store_true", help="Drop cut tokens as the original does.")
     parser.add_argument("--prepare-only", action="store_true", help="Only convert the corpus.")
+    parser.add_argument("--read-epoch", action="store_true", help="Also time one epoch through the data loader.")
     args = parser.parse_args()
 
     sys.path.insert(0, str(REPO_ROOT))
@@ -174,8 +180,30 @@ def main() -> None:
         "workers_peak_rss_mb": info["workers_peak_rss_mb"] if args.num_processes > 1 else None,
         "load_average_before_after": [load_before[0], os.getloadavg()[0]],
         "machine": _machine(),
+        "format_version": info.get("format_version", 1),
+        "input_ids_dtype": info.get("input_ids_dtype", "int32"),
+        "bytes_on_disk": sum(f.stat().st_size for f in (out / "examples").rglob("*.arrow")),
+        "bytes_per_token": info.get("bytes_per_token"),
     }
+    if args.read_epoch:
+        result.update(read_epoch(out))
     print(json.dumps(result, indent=2))
+
+
+def read_epoch(data_dir: Path, batch_size: int = 128) -> dict:
+    """Seconds to read every training example once through the training data loader."""
+    import torch
+
+    from bioelectra.training import load_pretraining_data, make_collator, resolve_hparams
+
+    data = load_pretraining_data(data_dir)
+    hp = resolve_hparams("small", {"max_seq_length": int(data.build_info["max_seq_length"])})
+    loader = torch.utils.data.DataLoader(data.train, batch_size=batch_size, collate_fn=make_collator(data.tokenizer, hp))
+    start = time.perf_counter()
+    batches = sum(1 for _ in loader)
+    seconds = time.perf_counter() - start
+    return {"epoch_read_seconds": round(seconds, 1), "epoch_batches": batches,
+            "epoch_examples_per_second": round(len(data.train) / seconds, 1)}  # fmt: skip
 
 
 if __name__ == "__main__":

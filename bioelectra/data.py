@@ -62,7 +62,7 @@ from bioelectra.packing import (  # noqa: F401 - re-exported: bioelectra.data's 
     pack_document,
     split_segments,
 )
-from bioelectra.shards import _arrow_schema, _SplitWriter  # noqa: F401
+from bioelectra.shards import FORMAT_VERSION, _arrow_schema, _SplitWriter, id_dtype_for  # noqa: F401
 from bioelectra.textio import replace_dir
 
 logger = logging.getLogger(__name__)
@@ -429,7 +429,8 @@ def build_pretraining_data(settings: BuildDataSettings) -> dict:
         shutil.copyfile(settings.vocab_file, tmp / TOKENIZER_DIRNAME / "vocab.txt")
         examples_dir = tmp / EXAMPLES_DIRNAME
         examples_dir.mkdir()
-        writers = {s: _SplitWriter(examples_dir / s, s, settings.examples_per_shard) for s in SPLITS}
+        id_dtype = id_dtype_for(len(tokenizer))
+        writers = {s: _SplitWriter(examples_dir / s, s, settings.examples_per_shard, id_dtype) for s in SPLITS}
         corpus_stats = CorpusStats()
         totals = PackStats()
         docs = iter_documents(
@@ -508,7 +509,12 @@ def build_pretraining_data(settings: BuildDataSettings) -> dict:
             writer.finish()
         (examples_dir / "dataset_dict.json").write_text(json.dumps({"splits": list(SPLITS)}))
         elapsed = time.perf_counter() - start_time
+        stored_tokens = sum(w.num_tokens for w in writers.values())
+        stored_bytes = sum(f.stat().st_size for f in examples_dir.rglob("*.arrow"))
         info = {
+            "format_version": FORMAT_VERSION,
+            "input_ids_dtype": id_dtype,
+            "bytes_per_token": round(stored_bytes / stored_tokens, 4) if stored_tokens else None,
             "options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()},
             "vocab_file": str(settings.vocab_file),
             "vocab_size": len(tokenizer),

@@ -49,7 +49,8 @@ class ElectraMaskingCollator:
         pad_to_multiple_of (`int`, *optional*): pad the batch length up to a multiple (8 suits GPUs).
         generator (`torch.Generator`, *optional*): random source; the global one when omitted.
 
-    Calling it on a list of mappings with ``input_ids`` (and optionally ``token_type_ids``) returns int64
+    Calling it on a list of mappings with ``input_ids`` (and optionally ``token_type_ids``, or
+    ``segment_a_length``: segment B starts at that position, build-data's format 2) returns int64
     tensors of shape `(batch_size, batch_length)`:
 
     - ``input_ids``: the masked ids;
@@ -131,6 +132,8 @@ class ElectraMaskingCollator:
             input_ids[i, :n] = torch.as_tensor(ex["input_ids"], dtype=torch.long)
             if ex.get("token_type_ids") is not None:
                 token_type_ids[i, :n] = torch.as_tensor(ex["token_type_ids"], dtype=torch.long)
+            elif ex.get("segment_a_length") is not None:  # build-data format 2: segment B from there on
+                token_type_ids[i, int(ex["segment_a_length"]) : n] = 1
             attention_mask[i, :n] = 1
         return {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
 

@@ -317,8 +317,10 @@ def test_build_output_layout_and_examples_never_cross_documents(tmp_path, tiny_v
     )
     data = load_examples(out)
     assert set(data) == {"train", "validation"}
-    assert data["train"].features["input_ids"].feature.dtype == "int32"
-    assert data["train"].features["token_type_ids"].feature.dtype == "int8"
+    # format 2: uint16 ids and one segment-A length per example (token_type_ids rebuilt by the collator)
+    assert data["train"].features["input_ids"].feature.dtype == "uint16"
+    assert data["train"].features["segment_a_length"].dtype == "int16"
+    assert info["format_version"] == 2 and info["input_ids_dtype"] == "uint16"
     assert info == load_build_info(out)
     assert info["counts"]["shards"]["train"] > 1
     vocab = tiny_vocab.read_text().split("\n")
@@ -329,7 +331,7 @@ def test_build_output_layout_and_examples_never_cross_documents(tmp_path, tiny_v
     for split in ("train", "validation"):
         docs_seen = set()
         for row in data[split]:
-            ids, types = row["input_ids"], row["token_type_ids"]
+            ids, types = row["input_ids"], segment_ids(row)
             assert 3 <= len(ids) <= 32 and len(types) == len(ids)
             assert ids[0] == cls_id and ids[-1] == sep_id
             seps = [i for i, t in enumerate(ids) if t == sep_id]
@@ -350,6 +352,12 @@ def test_build_output_layout_and_examples_never_cross_documents(tmp_path, tiny_v
     assert len(tokenizer) == len(SPECIAL_TOKENS) + 1 + NUM_DOCS * WORDS_PER_DOC
 
 
+def segment_ids(row) -> list[int]:
+    """The token_type_ids of a format-2 row, as the collator rebuilds them."""
+    n, a = len(row["input_ids"]), row["segment_a_length"]
+    return [0] * a + [1] * (n - a)
+
+
 def test_build_is_deterministic_under_a_seed(tmp_path, tiny_vocab):
     corpus = _write_tiny_corpus(tmp_path / "corpus")
 
@@ -357,7 +365,7 @@ def test_build_is_deterministic_under_a_seed(tmp_path, tiny_vocab):
         out = tmp_path / name
         build_pretraining_data(_settings(corpus, tiny_vocab, out, **kw))
         d = load_examples(out)
-        return {s: (d[s]["input_ids"], d[s]["token_type_ids"]) for s in d}
+        return {s: (d[s]["input_ids"], d[s]["segment_a_length"]) for s in d}
 
     a = rows("a", seed=7)
     assert rows("b", seed=7) == a
@@ -660,3 +668,56 @@ def test_trained_vocabulary_is_written_in_a_canonical_order(tmp_path):
 
     tokenizer = AutoTokenizer.from_pretrained(tmp_path / "vocab")
     assert tokenizer.convert_ids_to_tokens(list(range(len(entries)))) == entries
+
+
+# --- format 2: 2 bytes per token ----------------------------------------------------------------
+
+
+def test_format_2_batches_equal_format_1_batches_of_the_same_examples(tmp_path, tiny_vocab):
+    """The collator rebuilds token_type_ids and the attention mask from segment_a_length: the batches of
+    the new format equal those of the old (per-token segment ids) for the same examples and seed."""
+    import torch
+
+    from bioelectra.masking import ElectraMaskingCollator
+
+    corpus = _write_tiny_corpus(tmp_path / "corpus")
+    out = tmp_path / "out"
+    info = build_pretraining_data(_settings(corpus, tiny_vocab, out))
+    assert info["bytes_per_token"] < 2.6  # 32-token examples: 2 bytes per id + about 6 per example
+    rows = list(load_examples(out)["train"])
+    old = [{"input_ids": r["input_ids"], "token_type_ids": segment_ids(r)} for r in rows]
+    assert any(0 < r["segment_a_length"] < len(r["input_ids"]) for r in rows)  # two-segment examples exist
+
+    def batches(examples):
+        collator = ElectraMaskingCollator(pad_token_id=0, cls_token_id=2, sep_token_id=3, mask_token_id=4,
+                                          mask_prob=0.15, max_seq_length=32, generator=torch.Generator().manual_seed(0))  # fmt: skip
+        return [collator(examples[i : i + 8]) for i in range(0, len(examples), 8)]
+
+    for new_batch, old_batch in zip(batches(rows), batches(old), strict=True):
+        assert new_batch.keys() == old_batch.keys()
+        for key in new_batch:
+            assert torch.equal(new_batch[key], old_batch[key]), key
+
+
+def test_data_folders_of_format_1_still_load_and_say_so(tmp_path, caplog):
+    """The test fixture writes format 1 (int32 ids, int8 token_type_ids), as earlier versions did."""
+    import logging
+
+    from pretrain_fixture import make_data_dir
+
+    from bioelectra.training import load_pretraining_data, make_collator, resolve_hparams
+
+    data_dir = make_data_dir(tmp_path / "old")
+    with caplog.at_level(logging.INFO):
+        data = load_pretraining_data(data_dir)
+    assert "build-data format 1" in caplog.text
+    hp = resolve_hparams("small", {"max_seq_length": 32})
+    batch = make_collator(data.tokenizer, hp)([data.train[i] for i in range(4)])
+    assert batch["token_type_ids"].max() <= 1 and batch["input_ids"].shape[0] == 4
+
+
+def test_a_vocabulary_over_65536_entries_keeps_int32_ids():
+    from bioelectra.shards import id_dtype_for
+
+    assert id_dtype_for(30522) == id_dtype_for(65536) == "uint16"
+    assert id_dtype_for(65537) == "int32"

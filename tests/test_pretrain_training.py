@@ -442,3 +442,23 @@ def test_tied_generator_trains_resumes_and_stays_tied(data_dir, tmp_path):
     assert not torch.equal(first.discriminator.state_dict()[key], last.discriminator.state_dict()[key])
     with pytest.raises(ValueError, match="untied_generator=False"):
         load_pretraining_model(out / "checkpoint-4", untied_generator=True)
+
+
+@pytest.mark.parametrize(("eval_steps", "expected"), [(3, 2), (4, 2), (0, 1)])
+def test_the_final_evaluation_runs_once(data_dir, tmp_path, monkeypatch, eval_steps, expected):
+    """Evaluations during training at every eval_steps, and once after the last step: when the schedule
+    already evaluated at the last step, that result is the final one (it used to run again)."""
+    from bioelectra.pretraining import trainer as trainer_module
+
+    calls = []
+    real = trainer_module.pretraining_metrics
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trainer_module, "pretraining_metrics", counting)
+    summary = run_pretraining(data_dir=data_dir, output_dir=tmp_path / "out",
+                              hparams=tiny_hparams(max_steps=6, save_steps=6, eval_steps=eval_steps, num_eval_steps=1))  # fmt: skip
+    assert len(calls) == expected  # 3: steps 3 and 6; 4: step 4 and the end; 0: the end only
+    assert "disc_auc" in summary["eval"]

@@ -72,6 +72,13 @@ def load_pretraining_data(data_dir: str | os.PathLike) -> PretrainingData:
             raise ValueError(f"{data_dir / EXAMPLES_DIRNAME}: no {split!r} split (found {sorted(examples)})")
         if "input_ids" not in examples[split].column_names:
             raise ValueError(f"{data_dir / EXAMPLES_DIRNAME}[{split}]: no 'input_ids' column")
+    columns = set(examples["train"].column_names)
+    if "segment_a_length" not in columns:
+        logger.info(
+            "%s: examples in build-data format 1 (int32 ids, per-token segment ids: 5 bytes per token), written "
+            "by an earlier version; they load as before (build-data again for format 2, 2 bytes per token)",
+            data_dir,
+        )
     tokenizer = AutoTokenizer.from_pretrained(str(data_dir / TOKENIZER_DIRNAME))
     if len(tokenizer) != int(build_info["vocab_size"]):
         raise ValueError(

@@ -117,11 +117,22 @@ def run_pretraining(
         "output_dir": str(output_dir),
     }
     if trainer.eval_dataset is not None:
-        metrics = trainer.evaluate()
+        metrics = _final_evaluation(trainer)
         summary["eval"] = _json_safe({k.removeprefix("eval_"): v for k, v in metrics.items()})
         if trainer.args.process_index == 0:
             (output_dir / EVAL_RESULTS_FILE).write_text(json.dumps(summary["eval"], indent=2) + "\n")
     return summary
+
+
+def _final_evaluation(trainer) -> dict[str, Any]:
+    """The metrics after the last step: those the Trainer computed at that step when its ``eval_steps``
+    schedule landed there (evaluating again would print and cost the same numbers twice), else a new
+    evaluation (the same seeded masking, so the same numbers either way)."""
+    step = trainer.state.global_step
+    for record in reversed(trainer.state.log_history):
+        if record.get("eval_step") == step and "eval_disc_auc" in record:
+            return {k: v for k, v in record.items() if k.startswith("eval_")}
+    return trainer.evaluate()
 
 
 def _check_against_data(hp: PretrainingHparams, data: PretrainingData, data_dir) -> None:

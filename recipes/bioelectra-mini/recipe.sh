@@ -23,9 +23,12 @@ python recipes/shared_corpus.py --subset abstracts --output-dir "$WORK/corpus"
 bioelectra pretrain build-vocab --corpus-dir "$WORK/corpus" --output-dir "$WORK/vocab" --vocab-size 8192
 #    The shipped model's token ids follow the order in which the tokenizers trainer returned these entries
 #    when it was made; build-vocab now sorts them, because that order changes between runs. The entries are
-#    the same (checked here), so step 3 reads the shipped vocab.txt: its examples are bit-identical to the
-#    ones the shipped model was trained on (and on the same CPU the first 100 training steps log the same
-#    losses). VOCAB_FILE="$WORK/vocab/vocab.txt" trains the same recipe with sorted ids instead.
+#    the same (checked here), so step 3 reads the shipped vocab.txt: its examples are the ones the shipped
+#    model was trained on (the same ids and segments; since build-data format 2 they are stored as uint16 ids
+#    with one segment boundary per example instead of the int32 ids and per-token segment ids of the files
+#    the shipped model read, and the collator's batches are the same: tests/test_pretrain_data.py). On the
+#    same CPU the first 100 training steps log the same losses. VOCAB_FILE="$WORK/vocab/vocab.txt" trains
+#    the same recipe with sorted ids instead.
 SHIPPED_VOCAB=bioelectra/assets/models/bioelectra-mini/vocab.txt
 if cmp -s <(LC_ALL=C sort "$WORK/vocab/vocab.txt") <(LC_ALL=C sort "$SHIPPED_VOCAB"); then
   echo "vocabulary: the same 8,192 entries as $SHIPPED_VOCAB"
