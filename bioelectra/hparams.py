@@ -85,7 +85,6 @@ ORIGINAL_PRETRAINING_HPARAMS: dict[str, Any] = {
 #: Original name -> ``PretrainingHparams`` field (``TrainingArguments``' name).
 RENAMED: dict[str, str] = {
     "num_train_steps": "max_steps",
-    "train_batch_size": "per_device_train_batch_size",
     "eval_batch_size": "per_device_eval_batch_size",
     "num_warmup_steps": "warmup_steps",
     "weight_decay_rate": "weight_decay",
@@ -94,7 +93,7 @@ RENAMED: dict[str, str] = {
 }
 #: Original keys that are ``PretrainingHparams`` fields under the same name.
 SAME_NAME: frozenset[str] = frozenset(
-    """gen_weight disc_weight mask_prob learning_rate lr_decay_power num_eval_steps model_hparam_overrides
+    """train_batch_size gen_weight disc_weight mask_prob learning_rate lr_decay_power num_eval_steps model_hparam_overrides
     embedding_size untied_generator_embeddings untied_generator generator_layers generator_hidden_size
     disallow_correct temperature max_seq_length""".split()
 )
@@ -122,11 +121,12 @@ DEBUG_SETTINGS: dict[str, Any] = {
 }
 
 #: Per-size defaults of the fields that differ by size (original ``configure_pretraining.py`` and paper
-#: Table 6); ``PretrainingHparams`` leaves them ``None`` until a size is chosen.
+#: Table 6); ``PretrainingHparams`` leaves them ``None`` until a size is chosen. ``train_batch_size`` is the
+#: global batch (all processes and accumulation steps together), as in the original.
 SIZE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "small": {"learning_rate": 5e-4, "per_device_train_batch_size": 128, "max_steps": 1_000_000, "mask_prob": 0.15},
-    "base": {"learning_rate": 2e-4, "per_device_train_batch_size": 256, "max_steps": 766_000, "mask_prob": 0.15},
-    "large": {"learning_rate": 2e-4, "per_device_train_batch_size": 2048, "max_steps": 400_000, "mask_prob": 0.25},
+    "small": {"learning_rate": 5e-4, "train_batch_size": 128, "max_steps": 1_000_000, "mask_prob": 0.15},
+    "base": {"learning_rate": 2e-4, "train_batch_size": 256, "max_steps": 766_000, "mask_prob": 0.15},
+    "large": {"learning_rate": 2e-4, "train_batch_size": 2048, "max_steps": 400_000, "mask_prob": 0.25},
 }
 
 def classify_original_hparams(values: Mapping[str, Any], *, where: str = "--hparams") -> dict[str, dict[str, Any]]:

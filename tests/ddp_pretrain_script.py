@@ -20,7 +20,9 @@ from bioelectra.training import prepare_pretraining  # noqa: E402
 
 def main() -> None:
     data_dir, output_dir = Path(sys.argv[1]), Path(sys.argv[2])
-    hp = tiny_hparams(max_steps=3, save_steps=100, per_device_train_batch_size=4, num_eval_steps=2)
+    hp = tiny_hparams(max_steps=3, save_steps=100, num_eval_steps=2)
+    hp.pop("per_device_train_batch_size", None)
+    hp["train_batch_size"] = 8  # the original's meaning: the global batch, 4 per device on 2 processes
     trainer, _ = prepare_pretraining(data_dir=data_dir, output_dir=output_dir / "run", hparams=hp)
     args = trainer.args
     if args.process_index == 0:
@@ -39,6 +41,8 @@ def main() -> None:
         "device": str(args.device),
         "eval_disc_accuracy": metrics["eval_disc_accuracy"],
         "shared": trainer.model.embeddings_are_shared(),
+        "record": json.loads((output_dir / "run" / "hparams.json").read_text()),
+        "trainer_batch": [args.per_device_train_batch_size, args.gradient_accumulation_steps],
     }
     (output_dir / f"rank{rank}.json").write_text(json.dumps(info))
 

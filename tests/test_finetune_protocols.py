@@ -30,7 +30,7 @@ def _task_and_tokenizer(settings):
     return task, tokenizer
 
 
-@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\(\)`")
+@pytest.mark.filterwarnings(r"ignore:Detected call of `lr_scheduler.step\(\)`")
 def test_the_electra_optimizer_matches_the_original_update_rule_by_hand(tmp_path, tiny_checkpoint):
     """google-research/electra model/optimization.py: no bias correction, epsilon 1e-6, weight decay not on
     LayerNorm and biases, warmup multiplied into a linear decay computed from step 0."""

@@ -44,6 +44,11 @@ def test_two_processes_train_identical_weights(tmp_path):
     assert [i["world_size"] for i in infos] == [2, 2]
     assert sorted(i["process_index"] for i in infos) == [0, 1]
     assert all(i["global_step"] == 3 and i["shared"] for i in infos)
+    # train_batch_size is the global batch: 4 per device x 1 accumulation step x 2 processes = 8
+    record = infos[0]["record"]
+    assert (record["world_size"], record["train_batch_size"]) == (2, 8)
+    assert record["per_device_train_batch_size"] * record["gradient_accumulation_steps"] * 2 == 8
+    assert infos[0]["trainer_batch"] == [4, 1]
     # metrics are gathered over both ranks: the same numbers on each
     assert infos[0]["eval_disc_accuracy"] == infos[1]["eval_disc_accuracy"]
     w0, w1 = (torch.load(out / f"rank{r}.pt") for r in range(2))

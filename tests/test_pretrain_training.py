@@ -462,3 +462,21 @@ def test_the_final_evaluation_runs_once(data_dir, tmp_path, monkeypatch, eval_st
                               hparams=tiny_hparams(max_steps=6, save_steps=6, eval_steps=eval_steps, num_eval_steps=1))  # fmt: skip
     assert len(calls) == expected  # 3: steps 3 and 6; 4: step 4 and the end; 0: the end only
     assert "disc_auc" in summary["eval"]
+
+
+def test_train_batch_size_is_the_global_batch(monkeypatch):
+    """The original's train_batch_size means all processes together: the same --hparams train the same
+    global batch on 1 or 8 processes; a per-device cap turns into accumulation steps; mismatches are named."""
+    monkeypatch.setenv("WORLD_SIZE", "8")
+    hp = resolve_hparams("small", {"train_batch_size": 128})
+    assert (hp.per_device_train_batch_size, hp.gradient_accumulation_steps, hp.train_batch_size) == (16, 1, 128)
+    capped = resolve_hparams("small", {"train_batch_size": 128, "per_device_train_batch_size": 4})
+    assert (capped.per_device_train_batch_size, capped.gradient_accumulation_steps) == (4, 4)
+    assert resolve_hparams("small", {"per_device_train_batch_size": 8}).train_batch_size == 64  # HF meaning
+    assert resolve_hparams("small").per_device_train_batch_size == 16  # the original's 128, split
+    with pytest.raises(ValueError, match="train_batch_size=100 .* does not divide into 8 process"):
+        resolve_hparams("small", {"train_batch_size": 100})
+    with pytest.raises(ValueError, match="disagree"):
+        resolve_hparams("small", {"train_batch_size": 128, "per_device_train_batch_size": 3})
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert resolve_hparams("small", {"train_batch_size": 128}).per_device_train_batch_size == 128

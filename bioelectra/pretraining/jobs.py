@@ -28,7 +28,7 @@ from bioelectra.pretraining.checkpoints import (
 )
 from bioelectra.pretraining.inputs import PretrainingData, load_pretraining_data, make_collator
 from bioelectra.pretraining.metrics import _json_safe, pretraining_metrics
-from bioelectra.pretraining.settings import HPARAMS_FILE, PretrainingHparams, resolve_hparams
+from bioelectra.pretraining.settings import HPARAMS_FILE, PretrainingHparams, resolve_hparams, world_size
 from bioelectra.pretraining.trainer import (
     DeadlineCallback,
     ElectraPretrainer,
@@ -196,10 +196,22 @@ def prepare_pretraining(
         record["ignored_original_hparams"] = ignored
     if init_from is not None:
         record["init_from"] = str(Path(init_from).resolve())
+    record["world_size"] = world_size()  # the global batch's split: per-device x accumulation x processes
     hp_file = output_dir / HPARAMS_FILE
     if resume and hp_file.is_file():
         previous = json.loads(hp_file.read_text())
-        changed = sorted(k for k in set(previous) | set(record) if previous.get(k) != record.get(k))
+        split_keys = {"world_size", "per_device_train_batch_size", "gradient_accumulation_steps"}
+        if previous.get("world_size", 1) != record["world_size"] and previous.get("train_batch_size") == record["train_batch_size"]:
+            logger.info(
+                "resuming %s on %d process(es) instead of %d: the same global batch %d, now %d per device x %d "
+                "accumulation step(s)", resume, record["world_size"], previous.get("world_size", 1),
+                record["train_batch_size"], hp.per_device_train_batch_size, hp.gradient_accumulation_steps,
+            )  # fmt: skip
+        else:
+            split_keys = set()
+        changed = sorted(
+            k for k in set(previous) | set(record) if previous.get(k) != record.get(k) and k not in split_keys
+        )
         if changed:
             logger.warning("resuming %s with changed hparams: %s", resume, changed)
     set_seed(hp.seed)  # before building the model
@@ -278,6 +290,8 @@ def evaluate_checkpoint(
     recorded_data = recorded.pop("data_dir", None)
     recorded.pop("init_from", None)
     recorded.pop("ignored_original_hparams", None)
+    for key in ("world_size", "train_batch_size", "per_device_train_batch_size", "gradient_accumulation_steps"):
+        recorded.pop(key, None)  # the training batch's split; evaluation runs in one process
     hp = resolve_hparams(model_size, {**recorded, **dict(hparams or {})})
     data_dir = data_dir or recorded_data
     if data_dir is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,9 +64,13 @@ class PretrainingHparams:
             ``num_warmup_steps``.
         max_steps (`int`, None -> small 1,000,000, base 766,000, large 400,000): optimizer steps.
             Original ``num_train_steps``.
-        per_device_train_batch_size (`int`, None -> small 128, base 256, large 2048): sequences per
-            device and step; the global batch is this x ``gradient_accumulation_steps`` x processes.
-            Original ``train_batch_size`` (global, on one TPU host).
+        train_batch_size (`int`, None -> small 128, base 256, large 2048): the global batch, sequences per
+            optimizer step over all processes and accumulation steps, as the original's
+            ``train_batch_size``: the same value trains the same model on 1 or 64 processes.
+        per_device_train_batch_size (`int`, None -> derived): sequences per device and micro-step,
+            ``train_batch_size / (processes x gradient_accumulation_steps)``. Given alone (the Trainer's
+            meaning), the global batch is derived from it instead; given with ``train_batch_size``, it caps
+            the per-device batch and the accumulation steps make up the rest.
         per_device_eval_batch_size (`int`, 128): original ``eval_batch_size``.
         gradient_accumulation_steps (`int`, 1): micro-batches per optimizer step (Trainer's).
         max_seq_length (`int`, None -> the data's ``build_info.json``): sequence length; sets the cap on
@@ -110,6 +115,7 @@ class PretrainingHparams:
     max_grad_norm: float = 1.0
     warmup_steps: int = 10000
     max_steps: int | None = None
+    train_batch_size: int | None = None
     per_device_train_batch_size: int | None = None
     per_device_eval_batch_size: int = 128
     gradient_accumulation_steps: int = 1
@@ -170,6 +176,42 @@ def parse_hparams_arg(value: str | None) -> dict[str, Any]:
         ValueError: not valid JSON, not an object, or neither JSON nor an existing file.
     """
     return load_json_object(value, what="--hparams")[0]
+
+
+def world_size() -> int:
+    """Processes of this run: ``WORLD_SIZE`` as ``torchrun`` / ``accelerate launch`` set it, else 1."""
+    return int(os.environ.get("WORLD_SIZE", "1") or 1)
+
+
+def split_global_batch(hp: PretrainingHparams, world: int) -> None:
+    """Fill ``train_batch_size`` (global), ``per_device_train_batch_size`` and
+    ``gradient_accumulation_steps`` so that per-device x accumulation x ``world`` = global.
+
+    Raises:
+        ValueError: a global batch that does not divide, or values that disagree (the numbers named).
+    """
+    accum = hp.gradient_accumulation_steps
+    if hp.train_batch_size is None:  # per-device given alone: the Trainer's meaning
+        hp.train_batch_size = hp.per_device_train_batch_size * accum * world
+        return
+    if hp.per_device_train_batch_size is None:
+        per_device, rest = divmod(hp.train_batch_size, world * accum)
+        if rest or per_device < 1:
+            raise ValueError(
+                f"hparam train_batch_size={hp.train_batch_size} (the global batch) does not divide into "
+                f"{world} process(es) x {accum} accumulation step(s)"
+            )
+        hp.per_device_train_batch_size = per_device
+        return
+    if hp.per_device_train_batch_size * accum * world == hp.train_batch_size:
+        return
+    if accum == 1 and hp.train_batch_size % (hp.per_device_train_batch_size * world) == 0:
+        hp.gradient_accumulation_steps = hp.train_batch_size // (hp.per_device_train_batch_size * world)
+        return  # the per-device batch is a cap: accumulation makes up the global batch
+    raise ValueError(
+        f"hparams train_batch_size={hp.train_batch_size} (global) and per_device_train_batch_size="
+        f"{hp.per_device_train_batch_size} x gradient_accumulation_steps={accum} x {world} process(es) disagree"
+    )
 
 
 def _type_error(name: str, value: Any, annotation: str) -> str | None:
@@ -243,8 +285,11 @@ def resolve_hparams(model_size: str, overrides: Mapping[str, Any] | None = None)
     checks.pop("debug", None)
     hp = PretrainingHparams(**values)
     for name, default in SIZE_DEFAULTS[model_size].items():
-        if getattr(hp, name) is None:
+        if getattr(hp, name) is None and name != "train_batch_size":
             setattr(hp, name, default)
+    if hp.train_batch_size is None and hp.per_device_train_batch_size is None:
+        hp.train_batch_size = SIZE_DEFAULTS[model_size]["train_batch_size"]
+    split_global_batch(hp, world_size())
     hp.__post_init__()
     hp.checks = checks  # not fields: checked against the data, never saved as settings
     hp.ignored = dict(sorted_keys["ignored"])
