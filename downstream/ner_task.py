@@ -18,7 +18,7 @@ from downstream.ner import (
     write_conll_predictions,
 )
 from downstream.registry import find_split_files, locate_dataset
-from downstream.task import SPLITS, EvalResult, argmax_logits
+from downstream.task import SPLITS, ClassifierTask, EvalResult
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class NerEvaluator:
         return {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
-class NerTask:
+class NerTask(ClassifierTask):
     """Token classification on a NER benchmark (BioBERT TSV / IOB2 / CoNLL files)."""
 
     kind = "ner"
@@ -74,10 +74,8 @@ class NerTask:
         if max_train_examples is not None:
             train = self.splits["train"]
             train.sentences = train.sentences[:max_train_examples]
-        self.labels = build_label_list(self.splits.values())
+        self.set_labels(build_label_list(self.splits.values()))
         self.unseen_labels = _labels_not_in_training(self.splits)
-        self.label2id = {label: i for i, label in enumerate(self.labels)}
-        self.id2label = dict(enumerate(self.labels))
         self.encoded: dict[str, EncodedSplit] = {}
 
     def counts(self) -> dict[str, dict[str, Any]]:
@@ -141,23 +139,6 @@ class NerTask:
 
     def write_predictions(self, path: Path, name: str, result: EvalResult) -> None:
         write_conll_predictions(path, self.splits[name], result.predictions)
-
-    def use_labels(self, labels: list[str]) -> None:
-        """Take a saved model's label order (its ``config.id2label``), before :meth:`encode`.
-
-        Raises:
-            DownstreamError: the model's label set differs from the data's (both listed).
-        """
-        if set(labels) != set(self.labels):
-            raise DownstreamError(
-                f"the model's labels {sorted(labels)} do not match the data's {sorted(self.labels)}"
-            )
-        self.labels = list(labels)
-        self.label2id = {label: i for i, label in enumerate(self.labels)}
-        self.id2label = dict(enumerate(self.labels))
-
-    def reduce_logits(self, logits, labels):
-        return argmax_logits(logits, labels)
 
     def report_extras(self, settings) -> dict[str, Any]:
         return {}

@@ -26,7 +26,7 @@ from downstream.re import (
     write_re_predictions,
 )
 from downstream.registry import locate_dataset_dir
-from downstream.task import SPLITS, EvalResult, argmax_logits
+from downstream.task import SPLITS, ClassifierTask, EvalResult
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class ReEvaluator:
         return {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
-class ReTask:
+class ReTask(ClassifierTask):
     """Sentence-level relation classification on an RE benchmark (BLURB / BioBERT / Bio-ELECTRA TSV, DDI XML).
 
     Reads the files (building DDI's TSVs from the XML zip once, cached), cuts a seeded development split
@@ -138,12 +138,9 @@ class ReTask:
         self.splits = {name: self.splits[name] for name in SPLITS}
         if max_train_examples is not None:
             self.splits["train"].examples = self.splits["train"].examples[:max_train_examples]
-        self.labels = build_re_label_list([self.splits["train"], self.splits["dev"]])
-        self.label2id = {label: i for i, label in enumerate(self.labels)}
-        self.id2label = dict(enumerate(self.labels))
+        self.set_labels(build_re_label_list([self.splits["train"], self.splits["dev"]]))
         for name in SPLITS:
             check_labels(self.splits[name], self.label2id)
-        self.positive_labels = [label for label in self.labels if label not in NEGATIVE_LABELS]
         if not self.positive_labels or len(self.positive_labels) == len(self.labels):
             raise DownstreamError(
                 f"labels {self.labels}: expected one negative label ({', '.join(NEGATIVE_LABELS)}) and at least one positive"
@@ -231,23 +228,9 @@ class ReTask:
     def write_predictions(self, path: Path, name: str, result: EvalResult) -> None:
         write_re_predictions(path, self.splits[name], result.predictions)
 
-    def use_labels(self, labels: list[str]) -> None:
-        """Take a saved model's label order (its ``config.id2label``), before :meth:`encode`.
-
-        Raises:
-            DownstreamError: the model's label set differs from the data's (both listed).
-        """
-        if set(labels) != set(self.labels):
-            raise DownstreamError(
-                f"the model's labels {sorted(labels)} do not match the data's {sorted(self.labels)}"
-            )
-        self.labels = list(labels)
-        self.label2id = {label: i for i, label in enumerate(self.labels)}
-        self.id2label = dict(enumerate(self.labels))
+    def set_labels(self, labels: list[str]) -> None:
+        super().set_labels(labels)
         self.positive_labels = [label for label in self.labels if label not in NEGATIVE_LABELS]
-
-    def reduce_logits(self, logits, labels):
-        return argmax_logits(logits, labels)
 
     def report_extras(self, settings) -> dict[str, Any]:
         return {"fold": settings.fold, "positive_labels": self.positive_labels, "model_class": self.model_class_name}

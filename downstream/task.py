@@ -118,3 +118,31 @@ class Task(Protocol):
     def markdown_extras(report: dict[str, Any]) -> list[str]:
         """Kind-specific lines at the end of ``results.md``."""
         ...
+
+
+class ClassifierTask:
+    """What the task kinds that classify into a label list share: the label order (``labels``,
+    ``label2id``, ``id2label``), taking a saved model's order, and argmax logits. A subclass sets its labels
+    with :meth:`set_labels` and extends it for what it derives from them."""
+
+    labels: list[str]
+
+    def set_labels(self, labels: list[str]) -> None:
+        self.labels = list(labels)
+        self.label2id = {label: i for i, label in enumerate(self.labels)}
+        self.id2label = dict(enumerate(self.labels))
+
+    def use_labels(self, labels: list[str]) -> None:
+        """Take a saved model's label order (its ``config.id2label``), before ``encode``.
+
+        Raises:
+            DownstreamError: the model's label set differs from the data's (both listed).
+        """
+        from downstream.errors import DownstreamError
+
+        if set(labels) != set(self.labels):
+            raise DownstreamError(f"the model's labels {sorted(labels)} do not match the data's {sorted(self.labels)}")
+        self.set_labels(labels)
+
+    def reduce_logits(self, logits, labels):
+        return argmax_logits(logits, labels)

@@ -15,12 +15,11 @@ Three layers, each usable alone:
    output is written under a temporary name and renamed, so no partial conversion is ever left behind.
 
 This is a library: it raises (``TFCheckpointError``, a ``ValueError``; ``FileNotFoundError``) and never
-prints or exits. Modules: ``crc32c``, ``bundle`` (the reader), ``mapping`` (names), ``convert``.
+prints or exits. Modules: ``crc32c``, ``bundle`` (the reader), ``mapping`` (names), ``plan`` (sizes), ``convert``.
 """
 
 from bioelectra.tf.bundle import TensorEntry, TFCheckpointReader, find_checkpoint, is_tf_checkpoint_dir
 from bioelectra.tf.convert import (
-    CONFIG_KEYS,
     EXPORTS,
     ORIGINAL_HPARAMS,
     ConversionReport,
@@ -37,6 +36,7 @@ from bioelectra.tf.mapping import (
     discriminator_mapping,
     generator_mapping,
 )
+from bioelectra.tf.plan import CONFIG_KEYS
 
 __all__ = [
     "BOOKKEEPING_VARIABLES", "CONFIG_KEYS", "EXPORTS", "OPTIMIZER_SLOT_SUFFIXES", "ORIGINAL_HPARAMS", "ConversionReport",

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """bioelectra-small on a lent GPU: one script, one stage per device call (see RUNBOOK.md beside it).
 
 Stages (each ``python recipes/bioelectra-small/campaign.py STAGE ...``):
@@ -30,8 +29,6 @@ configuration, ``$OUT`` replaced by a temporary folder.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib.util
 import json
 import os
 import platform
@@ -43,220 +40,24 @@ import tarfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
-DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus"
-DEFAULT_NER = REPO.parent / "shared" / "data" / "ner"
-HPARAMS = HERE / "hparams.json"
-#: Sources of ``shared_corpus --subset all`` left out of the pre-training text: PubMedQA PQA-L is a
-#: benchmark (SOURCES.md 9b).
-EXCLUDED_SOURCES = ("pubmedqa-pqal",)
-#: Pack order: abstracts first (the text closest to the benchmarks), so a campaign that gets only pack 1
-#: onto the device still trains on them.
-SOURCE_ORDER = (
-    "ohsumed_single_23", "ohsumed_first20k_extra", "pubmed_abstracts_1mb", "asreview", "pubmed_uscbiostats",
-    "evidence_inference_pmc", "craft", "plos", "medquad", "elife", "sumpubmed_bmc",
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the campaign's sibling modules
+
+from campaign_common import (  # noqa: E402
+    CHUNK_BYTES,
+    DEFAULT_CORPUS,
+    DEFAULT_NER,
+    HPARAMS,
+    NER_SETS,
+    REPO,
+    log,
+    read_json,
+    run,
+    use_site,
+    write_json,
 )  # fmt: skip
-#: Fine-tuning sets that travel in pack 1 (NCBI-disease is shipped inside the package).
-NER_SETS = ("bc5cdr-chem", "bc5cdr-disease")
-#: Wheels the GPU machine's Python 3.12 lacks (its image has torch, transformers, accelerate, tokenizers,
-#: pyarrow, pandas, xxhash, fsspec, huggingface-hub; not datasets and its dill / multiprocess, nor
-#: seqeval, which PyPI has only as a source archive and is built into a wheel here).
-WHEELS = ("datasets==5.2.0", "dill==0.4.0", "multiprocess==0.70.18")
-SOURCE_ONLY_WHEELS = ("seqeval==1.2.2",)
-PYARROW_WHEEL = "pyarrow==24.0.0"
-CHUNK_BYTES = 48 * 2**20  # text per compressed chunk (documents are never split)
+from campaign_here import cmd_pack, cmd_ship, split_documents, xz_compress  # noqa: E402, F401
+
 PIECE_BYTES = 15 * 2**20  # size of a returned tar piece (the device returns files of at most 16 MiB)
-
-
-# --------------------------------------------------------------------------------------------------
-# helpers
-# --------------------------------------------------------------------------------------------------
-
-
-def log(msg: str) -> None:
-    print(f"[campaign {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def run(cmd: list[str], *, env: dict | None = None, stdout=None) -> None:
-    """Run a command (printed first), with ``PYTHONPATH`` carrying the wheels' site folder; raise on
-    failure with the command named."""
-    log("$ " + " ".join(str(c) for c in cmd))
-    result = subprocess.run([str(c) for c in cmd], env=env or os.environ.copy(), stdout=stdout, check=False)
-    if result.returncode != 0:
-        raise SystemExit(f"error: {' '.join(str(c) for c in cmd[:4])} ... exited with {result.returncode}")
-
-
-def write_json(path: Path, data) -> None:
-    """Atomic JSON write (temporary name, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    tmp.replace(path)
-
-
-def read_json(path: Path, default=None):
-    return json.loads(path.read_text()) if path.is_file() else default
-
-
-def load_shared_corpus():
-    spec = importlib.util.spec_from_file_location("shared_corpus", REPO / "recipes" / "shared_corpus.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def use_site(work: Path) -> None:
-    """Put ``<work>/site`` (the installed wheels) on this process's and its children's import path."""
-    site = work / "site"
-    if site.is_dir():
-        sys.path.insert(0, str(site))
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
-
-
-def split_documents(text_file: Path, chunk_bytes: int):
-    """Yield lists of lines of at most about ``chunk_bytes``, cut only at blank lines (document ends)."""
-    chunk: list[str] = []
-    size = 0
-    with open(text_file, encoding="utf-8") as f:
-        for line in f:
-            chunk.append(line)
-            size += len(line)
-            if size >= chunk_bytes and not line.strip():
-                yield chunk
-                chunk, size = [], 0
-    if chunk:
-        yield chunk
-
-
-def xz_compress(lines: list[str], target: Path, threads: int) -> None:
-    tmp = target.with_name(f".{target.name}.tmp")
-    with open(tmp, "wb") as fh:
-        subprocess.run(
-            ["xz", "-9", f"-T{threads}", "-c"], input="".join(lines).encode("utf-8"), stdout=fh, check=True
-        )
-    tmp.replace(target)
-
-
-# --------------------------------------------------------------------------------------------------
-# pack (CPU)
-# --------------------------------------------------------------------------------------------------
-
-
-def cmd_pack(args) -> None:
-    work, dest = args.work, args.dest
-    if args.corpus_text is not None:  # text already in build-data's format
-        corpus_dir = args.corpus_text
-        files = sorted(corpus_dir.glob("*.txt"))
-        if not files:
-            raise SystemExit(f"error: {corpus_dir}: no .txt files")
-        info = {"options": {"corpus_text": str(corpus_dir)}, "documents": {}, "bytes": sum(p.stat().st_size for p in files)}
-    else:
-        corpus_dir = work / "corpus"
-        shared = load_shared_corpus()
-        log(f"corpus: {args.corpus} -> {corpus_dir} (subset all, without {', '.join(EXCLUDED_SOURCES)})")
-        info = shared.prepare(args.corpus, corpus_dir, subset="all", exclude=list(EXCLUDED_SOURCES))
-    log(f"corpus: {json.dumps(info['documents'])}, {info['bytes']:,} bytes of text")
-
-    vocab_dir = work / "vocab"
-    if not (vocab_dir / "vocab.txt").is_file():
-        run([sys.executable, REPO / "pretrain.py", "build-vocab", "--corpus-dir", corpus_dir,
-             "--output-dir", vocab_dir, "--vocab-size", str(args.vocab_size), "--do-lower-case"])  # fmt: skip
-    vocab_entries = sum(1 for _ in open(vocab_dir / "vocab.txt", encoding="utf-8"))
-
-    if dest.exists():
-        shutil.rmtree(dest)
-    chunks = []  # (source, path, text bytes, compressed bytes)
-    staging = work / "chunks"
-    staging.mkdir(parents=True, exist_ok=True)
-    done = read_json(staging / "index.json", {})  # chunk name -> sha256 of its text: compressed once
-    for stale in set(p.name for p in staging.glob("*.xz")) - set(done):
-        (staging / stale).unlink()
-    files = sorted(corpus_dir.glob("*.txt"), key=lambda p: (SOURCE_ORDER.index(p.stem) if p.stem in SOURCE_ORDER else 99, p.name))
-    index = {}
-    for text_file in files:
-        for i, lines in enumerate(split_documents(text_file, args.chunk_bytes)):
-            target = staging / f"{text_file.stem}.{i:02d}.txt.xz"
-            data = "".join(lines).encode("utf-8")
-            digest = hashlib.sha256(data).hexdigest()
-            if not (target.is_file() and done.get(target.name) == digest):
-                xz_compress(lines, target, args.threads)
-            index[target.name] = digest
-            chunks.append((text_file.stem, target, len(data), target.stat().st_size))
-            log(f"  {target.name}: {chunks[-1][2]:,} -> {chunks[-1][3]:,} bytes")
-    for stale in set(done) - set(index):
-        (staging / stale).unlink(missing_ok=True)
-    write_json(staging / "index.json", index)
-
-    limit = args.pack_mib * 2**20
-    pack1_extra = []  # vocab, hparams, NER sets, wheels, init-from: all in pack 1
-    (stage1 := work / "pack1-extra").mkdir(exist_ok=True)
-    shutil.copytree(vocab_dir, stage1 / "vocab", dirs_exist_ok=True)
-    pack1_extra.append(stage1 / "vocab")
-    ner_tar = stage1 / "ner.tar.xz"
-    present = [n for n in NER_SETS if (args.ner / n).is_dir()]
-    with tarfile.open(ner_tar, "w:xz") as tar:
-        for name in present:
-            for split in ("train.tsv", "devel.tsv", "test.tsv"):
-                tar.add(args.ner / name / split, arcname=f"{name}/{split}")
-    pack1_extra.append(ner_tar)
-    if args.wheels:
-        wheels = stage1 / "wheels"
-        shutil.rmtree(wheels, ignore_errors=True)
-        platforms = [f"--platform={p}" for p in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "any")]
-        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-             "--python-version", "3.12", "--implementation", "cp", *platforms, "-d", wheels, *WHEELS])  # fmt: skip
-        run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", wheels, *SOURCE_ONLY_WHEELS])
-        pack1_extra.append(wheels)
-    if args.init_from:
-        shutil.copytree(args.init_from, stage1 / "init-from", dirs_exist_ok=True)
-        pack1_extra.append(stage1 / "init-from")
-
-    def size_of(p: Path) -> int:
-        return p.stat().st_size if p.is_file() else sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
-
-    packs: list[list[Path]] = [[*pack1_extra]]
-    used = [sum(size_of(p) for p in pack1_extra)]
-    if used[0] > limit:
-        raise SystemExit(f"error: pack 1's fixed part is {used[0]:,} bytes, over --pack-mib {args.pack_mib}")
-    for _, path, _, size in chunks:
-        if used[-1] + size > limit:
-            packs.append([])
-            used.append(0)
-        packs[-1].append(path)
-        used[-1] += size
-    manifest = {
-        "corpus": info,
-        "vocab_size": vocab_entries,
-        "do_lower_case": True,
-        "ner_sets": present,
-        "wheels": sorted(p.name for p in (stage1 / "wheels").glob("*.whl")) if args.wheels else [],
-        "init_from": str(args.init_from) if args.init_from else None,
-        "chunks": [{"source": s, "file": p.name, "text_bytes": t, "xz_bytes": c} for s, p, t, c in chunks],
-        "packs": [],
-    }
-    for i, (items, size) in enumerate(zip(packs, used, strict=True), start=1):
-        pack = dest / f"pack-{i}"
-        pack.mkdir(parents=True)
-        for item in items:
-            if item.is_dir():
-                shutil.copytree(item, pack / item.name)
-            else:
-                shutil.copy2(item, pack / item.name)
-        manifest["packs"].append({"name": pack.name, "bytes": size, "items": sorted(p.name for p in items)})
-    if args.wheels:  # datasets 5.2 wants pyarrow >= 24; carried only if setup reports the image's as too old
-        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-             "--python-version", "3.12", "--implementation", "cp", *platforms, "-d", dest / "pack-pyarrow" / "wheels",
-             PYARROW_WHEEL])  # fmt: skip
-    write_json(dest / "manifest.json", manifest)
-    shutil.copy2(dest / "manifest.json", dest / "pack-1" / "manifest.json")
-    text = sum(c[2] for c in chunks)
-    log(f"packed {text:,} bytes of text into {len(packs)} pack(s): " + ", ".join(f"{u / 2**20:.1f} MiB" for u in used))
-
-
-# --------------------------------------------------------------------------------------------------
-# device stages
-# --------------------------------------------------------------------------------------------------
 
 
 def machine_report() -> dict:
@@ -367,7 +168,6 @@ def cmd_bench(args) -> None:
     if args.layers:
         cmd += ["--layers", str(args.layers)]
     run(cmd, stdout=subprocess.DEVNULL if args.quiet else None)
-    shutil.copy2(args.work / "bench.json", args.out / "bench.json") if args.out.is_dir() else None
     args.out.mkdir(parents=True, exist_ok=True)
     shutil.copy2(args.work / "bench.json", args.out / "bench.json")
     report = read_json(args.work / "bench.json")
@@ -585,41 +385,6 @@ def cmd_finetune_eval(args) -> None:
         write_json(out / "finetune.json", results)
         log(f"{item['name']}: {last_seconds:.0f} s, summary {json.dumps(record.get('summary'))[:300]}")
     write_json(out / "finetune.json", results)
-
-
-def cmd_ship(args) -> None:
-    """The brought-back float32 discriminator as the package's float16 asset (tokenizer capped at 512)."""
-    sys.path.insert(0, str(REPO))
-    import torch
-    from transformers import AutoTokenizer, ElectraForPreTraining
-
-    from bioelectra.training import write_vocab_txt
-
-    source = args.export / "discriminator"
-    target = args.target
-    tmp = target.with_name(f".{target.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model = ElectraForPreTraining.from_pretrained(str(source), dtype=torch.float32).to(torch.float16)
-    model.config.dtype = "float16"
-    model.save_pretrained(str(tmp))
-    tokenizer = AutoTokenizer.from_pretrained(str(source))
-    tokenizer.model_max_length = model.config.max_position_embeddings
-    tokenizer.save_pretrained(str(tmp))
-    write_vocab_txt(tokenizer, tmp / "vocab.txt")
-    size = (tmp / "model.safetensors").stat().st_size
-    if size > args.max_mib * 2**20:
-        shutil.rmtree(tmp)
-        raise SystemExit(f"error: {size:,} bytes of float16 weights, over the {args.max_mib} MiB cap")
-    card = target / "README.md"
-    if card.is_file():
-        shutil.copy2(card, tmp / "README.md")
-    if target.exists():
-        shutil.rmtree(target)
-    tmp.rename(target)
-    log(f"{target}: {size:,} bytes of float16 weights; write or update its model card (README.md)")
-
-
-# --------------------------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> None:

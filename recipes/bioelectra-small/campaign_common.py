@@ -1,0 +1,82 @@
+"""What the campaign's stages share: locations, the constants of the packs, and small helpers. The stages
+themselves are in ``campaign.py`` (the device side, and the command line) and ``campaign_here.py`` (the
+CPU side: pack, ship)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))  # the repository: bioelectra.textio
+
+from bioelectra.textio import atomic_write_text  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+
+REPO = HERE.parent.parent
+
+DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus"
+
+DEFAULT_NER = REPO.parent / "shared" / "data" / "ner"
+
+HPARAMS = HERE / "hparams.json"
+
+#: Sources of ``shared_corpus --subset all`` left out of the pre-training text: PubMedQA PQA-L is a
+#: benchmark (SOURCES.md 9b).
+EXCLUDED_SOURCES = ("pubmedqa-pqal",)
+
+#: Pack order: abstracts first (the text closest to the benchmarks), so a campaign that gets only pack 1
+#: onto the device still trains on them.
+SOURCE_ORDER = (
+    "ohsumed_single_23", "ohsumed_first20k_extra", "pubmed_abstracts_1mb", "asreview", "pubmed_uscbiostats",
+    "evidence_inference_pmc", "craft", "plos", "medquad", "elife", "sumpubmed_bmc",
+)  # fmt: skip
+
+#: Fine-tuning sets that travel in pack 1 (NCBI-disease is shipped inside the package).
+NER_SETS = ("bc5cdr-chem", "bc5cdr-disease")
+
+#: Wheels the GPU machine's Python 3.12 lacks (its image has torch, transformers, accelerate, tokenizers,
+#: pyarrow, pandas, xxhash, fsspec, huggingface-hub; not datasets and its dill / multiprocess, nor
+#: seqeval, which PyPI has only as a source archive and is built into a wheel here).
+WHEELS = ("datasets==5.2.0", "dill==0.4.0", "multiprocess==0.70.18")
+
+SOURCE_ONLY_WHEELS = ("seqeval==1.2.2",)
+
+PYARROW_WHEEL = "pyarrow==24.0.0"
+
+CHUNK_BYTES = 48 * 2**20  # text per compressed chunk (documents are never split)
+
+
+def log(msg: str) -> None:
+    print(f"[campaign {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def run(cmd: list[str], *, env: dict | None = None, stdout=None) -> None:
+    """Run a command (printed first), with ``PYTHONPATH`` carrying the wheels' site folder; raise on
+    failure with the command named."""
+    log("$ " + " ".join(str(c) for c in cmd))
+    result = subprocess.run([str(c) for c in cmd], env=env or os.environ.copy(), stdout=stdout, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"error: {' '.join(str(c) for c in cmd[:4])} ... exited with {result.returncode}")
+
+
+def read_json(path: Path, default=None):
+    return json.loads(path.read_text()) if path.is_file() else default
+
+
+def use_site(work: Path) -> None:
+    """Put ``<work>/site`` (the installed wheels) on this process's and its children's import path."""
+    site = work / "site"
+    if site.is_dir():
+        sys.path.insert(0, str(site))
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
+
+
+def write_json(path: Path, data) -> None:
+    """Atomic JSON write (:func:`bioelectra.textio.atomic_write_text`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(data, indent=2) + "\n")

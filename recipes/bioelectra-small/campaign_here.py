@@ -1,0 +1,202 @@
+"""The campaign's stages on this CPU: ``pack`` (text, vocabulary, wheels and NER sets into packs that
+travel with the device calls) and ``ship`` (a brought-back export as the package's float16 model).
+Run them through ``campaign.py pack`` / ``campaign.py ship``."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+from campaign_common import (  # noqa: E402
+    EXCLUDED_SOURCES,
+    NER_SETS,
+    PYARROW_WHEEL,
+    REPO,
+    SOURCE_ONLY_WHEELS,
+    SOURCE_ORDER,
+    WHEELS,
+    log,
+    read_json,
+    run,
+    write_json,
+)  # fmt: skip
+
+
+def load_shared_corpus():
+    spec = importlib.util.spec_from_file_location("shared_corpus", REPO / "recipes" / "shared_corpus.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def split_documents(text_file: Path, chunk_bytes: int):
+    """Yield lists of lines of at most about ``chunk_bytes``, cut only at blank lines (document ends)."""
+    chunk: list[str] = []
+    size = 0
+    with open(text_file, encoding="utf-8") as f:
+        for line in f:
+            chunk.append(line)
+            size += len(line)
+            if size >= chunk_bytes and not line.strip():
+                yield chunk
+                chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def xz_compress(lines: list[str], target: Path, threads: int) -> None:
+    tmp = target.with_name(f".{target.name}.tmp")
+    with open(tmp, "wb") as fh:
+        subprocess.run(
+            ["xz", "-9", f"-T{threads}", "-c"], input="".join(lines).encode("utf-8"), stdout=fh, check=True
+        )
+    tmp.replace(target)
+
+
+def cmd_pack(args) -> None:
+    work, dest = args.work, args.dest
+    if args.corpus_text is not None:  # text already in build-data's format
+        corpus_dir = args.corpus_text
+        files = sorted(corpus_dir.glob("*.txt"))
+        if not files:
+            raise SystemExit(f"error: {corpus_dir}: no .txt files")
+        info = {"options": {"corpus_text": str(corpus_dir)}, "documents": {}, "bytes": sum(p.stat().st_size for p in files)}
+    else:
+        corpus_dir = work / "corpus"
+        shared = load_shared_corpus()
+        log(f"corpus: {args.corpus} -> {corpus_dir} (subset all, without {', '.join(EXCLUDED_SOURCES)})")
+        info = shared.prepare(args.corpus, corpus_dir, subset="all", exclude=list(EXCLUDED_SOURCES))
+    log(f"corpus: {json.dumps(info['documents'])}, {info['bytes']:,} bytes of text")
+
+    vocab_dir = work / "vocab"
+    if not (vocab_dir / "vocab.txt").is_file():
+        run([sys.executable, REPO / "pretrain.py", "build-vocab", "--corpus-dir", corpus_dir,
+             "--output-dir", vocab_dir, "--vocab-size", str(args.vocab_size), "--do-lower-case"])  # fmt: skip
+    vocab_entries = sum(1 for _ in open(vocab_dir / "vocab.txt", encoding="utf-8"))
+
+    if dest.exists():
+        shutil.rmtree(dest)
+    chunks = []  # (source, path, text bytes, compressed bytes)
+    staging = work / "chunks"
+    staging.mkdir(parents=True, exist_ok=True)
+    done = read_json(staging / "index.json", {})  # chunk name -> sha256 of its text: compressed once
+    for stale in set(p.name for p in staging.glob("*.xz")) - set(done):
+        (staging / stale).unlink()
+    files = sorted(corpus_dir.glob("*.txt"), key=lambda p: (SOURCE_ORDER.index(p.stem) if p.stem in SOURCE_ORDER else 99, p.name))
+    index = {}
+    for text_file in files:
+        for i, lines in enumerate(split_documents(text_file, args.chunk_bytes)):
+            target = staging / f"{text_file.stem}.{i:02d}.txt.xz"
+            data = "".join(lines).encode("utf-8")
+            digest = hashlib.sha256(data).hexdigest()
+            if not (target.is_file() and done.get(target.name) == digest):
+                xz_compress(lines, target, args.threads)
+            index[target.name] = digest
+            chunks.append((text_file.stem, target, len(data), target.stat().st_size))
+            log(f"  {target.name}: {chunks[-1][2]:,} -> {chunks[-1][3]:,} bytes")
+    for stale in set(done) - set(index):
+        (staging / stale).unlink(missing_ok=True)
+    write_json(staging / "index.json", index)
+
+    limit = args.pack_mib * 2**20
+    pack1_extra = []  # vocab, hparams, NER sets, wheels, init-from: all in pack 1
+    (stage1 := work / "pack1-extra").mkdir(exist_ok=True)
+    shutil.copytree(vocab_dir, stage1 / "vocab", dirs_exist_ok=True)
+    pack1_extra.append(stage1 / "vocab")
+    ner_tar = stage1 / "ner.tar.xz"
+    present = [n for n in NER_SETS if (args.ner / n).is_dir()]
+    with tarfile.open(ner_tar, "w:xz") as tar:
+        for name in present:
+            for split in ("train.tsv", "devel.tsv", "test.tsv"):
+                tar.add(args.ner / name / split, arcname=f"{name}/{split}")
+    pack1_extra.append(ner_tar)
+    if args.wheels:
+        wheels = stage1 / "wheels"
+        shutil.rmtree(wheels, ignore_errors=True)
+        platforms = [f"--platform={p}" for p in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "any")]
+        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+             "--python-version", "3.12", "--implementation", "cp", *platforms, "-d", wheels, *WHEELS])  # fmt: skip
+        run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", wheels, *SOURCE_ONLY_WHEELS])
+        pack1_extra.append(wheels)
+    if args.init_from:
+        shutil.copytree(args.init_from, stage1 / "init-from", dirs_exist_ok=True)
+        pack1_extra.append(stage1 / "init-from")
+
+    def size_of(p: Path) -> int:
+        return p.stat().st_size if p.is_file() else sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+
+    packs: list[list[Path]] = [[*pack1_extra]]
+    used = [sum(size_of(p) for p in pack1_extra)]
+    if used[0] > limit:
+        raise SystemExit(f"error: pack 1's fixed part is {used[0]:,} bytes, over --pack-mib {args.pack_mib}")
+    for _, path, _, size in chunks:
+        if used[-1] + size > limit:
+            packs.append([])
+            used.append(0)
+        packs[-1].append(path)
+        used[-1] += size
+    manifest = {
+        "corpus": info,
+        "vocab_size": vocab_entries,
+        "do_lower_case": True,
+        "ner_sets": present,
+        "wheels": sorted(p.name for p in (stage1 / "wheels").glob("*.whl")) if args.wheels else [],
+        "init_from": str(args.init_from) if args.init_from else None,
+        "chunks": [{"source": s, "file": p.name, "text_bytes": t, "xz_bytes": c} for s, p, t, c in chunks],
+        "packs": [],
+    }
+    for i, (items, size) in enumerate(zip(packs, used, strict=True), start=1):
+        pack = dest / f"pack-{i}"
+        pack.mkdir(parents=True)
+        for item in items:
+            if item.is_dir():
+                shutil.copytree(item, pack / item.name)
+            else:
+                shutil.copy2(item, pack / item.name)
+        manifest["packs"].append({"name": pack.name, "bytes": size, "items": sorted(p.name for p in items)})
+    if args.wheels:  # datasets 5.2 wants pyarrow >= 24; carried only if setup reports the image's as too old
+        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+             "--python-version", "3.12", "--implementation", "cp", *platforms, "-d", dest / "pack-pyarrow" / "wheels",
+             PYARROW_WHEEL])  # fmt: skip
+    write_json(dest / "manifest.json", manifest)
+    shutil.copy2(dest / "manifest.json", dest / "pack-1" / "manifest.json")
+    text = sum(c[2] for c in chunks)
+    log(f"packed {text:,} bytes of text into {len(packs)} pack(s): " + ", ".join(f"{u / 2**20:.1f} MiB" for u in used))
+
+
+def cmd_ship(args) -> None:
+    """The brought-back float32 discriminator as the package's float16 asset (tokenizer capped at 512)."""
+    sys.path.insert(0, str(REPO))
+    import torch
+    from transformers import AutoTokenizer, ElectraForPreTraining
+
+    from bioelectra.training import write_vocab_txt
+
+    source = args.export / "discriminator"
+    target = args.target
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model = ElectraForPreTraining.from_pretrained(str(source), dtype=torch.float32).to(torch.float16)
+    model.config.dtype = "float16"
+    model.save_pretrained(str(tmp))
+    tokenizer = AutoTokenizer.from_pretrained(str(source))
+    tokenizer.model_max_length = model.config.max_position_embeddings
+    tokenizer.save_pretrained(str(tmp))
+    write_vocab_txt(tokenizer, tmp / "vocab.txt")
+    size = (tmp / "model.safetensors").stat().st_size
+    if size > args.max_mib * 2**20:
+        shutil.rmtree(tmp)
+        raise SystemExit(f"error: {size:,} bytes of float16 weights, over the {args.max_mib} MiB cap")
+    card = target / "README.md"
+    if card.is_file():
+        shutil.copy2(card, tmp / "README.md")
+    if target.exists():
+        shutil.rmtree(target)
+    tmp.rename(target)
+    log(f"{target}: {size:,} bytes of float16 weights; write or update its model card (README.md)")
