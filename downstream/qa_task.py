@@ -2,8 +2,8 @@
 factoid in BioBERT's SQuAD form), start / end logits over overlapping context windows
 (``downstream.task.Task``).
 
-The reading, the split by document, the windows and the answer post-processing are in :mod:`downstream.qa`,
-the metrics (SQuAD exact match and token F1; BioASQ strict / lenient accuracy and MRR over the top 5) in
+The reading and the split by document are in :mod:`downstream.qa`, the windows and the answer
+post-processing in :mod:`downstream.qa_spans`, the metrics (SQuAD exact match and token F1; BioASQ strict / lenient accuracy and MRR over the top 5) in
 :mod:`downstream.qa_metrics`. This module puts them behind the trial runner's interface.
 """
 
@@ -18,17 +18,19 @@ from typing import Any, ClassVar
 from bioelectra.textio import atomic_write_text
 from downstream.errors import DatasetUnavailableError, DownstreamError
 from downstream.qa import (
-    QaFeatures,
-    QaPrediction,
     QaSplit,
-    encode_qa_features,
-    pool_by_question,
-    postprocess_predictions,
     read_golden_factoid,
     read_squad_file,
     split_by_document,
 )
 from downstream.qa_metrics import bioasq_factoid_metrics, squad_metrics
+from downstream.qa_spans import (
+    QaFeatures,
+    QaPrediction,
+    encode_qa_features,
+    pool_by_question,
+    postprocess_predictions,
+)
 from downstream.registry import find_named_splits
 from downstream.settings import QA_DEFAULTS
 from downstream.task import SPLITS, EvalResult
@@ -100,7 +102,7 @@ class QaDataset:
 
 class QaEvaluator:
     """``compute_metrics`` for the Trainer on one QA split: the windows' start / end logits become each
-    question's answer and n-best list (:func:`downstream.qa.postprocess_predictions`), scored with the SQuAD
+    question's answer and n-best list (:func:`downstream.qa_spans.postprocess_predictions`), scored with the SQuAD
     and BioASQ measures. The full result (predictions with their n-best lists) is kept in ``last``."""
 
     def __init__(self, split: QaSplit, features: QaFeatures, *, n_best_size: int, max_answer_length: int,
@@ -154,9 +156,9 @@ class QaTask:
         max_train_examples: keep only the first N training questions.
         dev_fraction: fraction of the training documents cut off as the development part when there is none.
         dev_split_seed: seed of the splits by document and of the answerless-window sample.
-        doc_stride, max_query_length: windowing (:func:`downstream.qa.encode_qa_features`).
+        doc_stride, max_query_length: windowing (:func:`downstream.qa_spans.encode_qa_features`).
         max_answer_length, n_best_size, null_score_threshold: post-processing
-            (:func:`downstream.qa.postprocess_predictions`).
+            (:func:`downstream.qa_spans.postprocess_predictions`).
         null_window_fraction: fraction in (0, 1] of the training windows without the answer that are kept.
 
     Raises:

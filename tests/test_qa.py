@@ -13,9 +13,7 @@ from downstream.errors import DataFormatError
 from downstream.qa import (
     QaExample,
     QaSplit,
-    encode_qa_features,
     locate_answer,
-    postprocess_predictions,
     read_squad_file,
     split_by_document,
 )
@@ -25,6 +23,10 @@ from downstream.qa_metrics import (
     f1_score,
     normalize_answer,
     squad_metrics,
+)
+from downstream.qa_spans import (
+    encode_qa_features,
+    postprocess_predictions,
 )
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,13 +14,15 @@ from typer.testing import CliRunner
 from bioelectra.cli import app
 from downstream.errors import DataFormatError, DatasetUnavailableError
 from downstream.qa import (
-    NbestAnswer,
     QaExample,
-    QaPrediction,
     QaSplit,
-    pool_by_question,
     read_golden_factoid,
     read_squad_file,
+)
+from downstream.qa_spans import (
+    NbestAnswer,
+    QaPrediction,
+    pool_by_question,
 )
 from downstream.qa_task import QaTask, find_qa_files, qa_metrics
 

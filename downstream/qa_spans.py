@@ -1,0 +1,331 @@
+"""Extractive question answering between the examples and the answers: windowing long contexts for the
+model, turning start / end logits back into answer texts, and pooling them per question (BioASQ). Reading
+and splitting the files are in :mod:`downstream.qa`, the metrics in :mod:`downstream.qa_metrics`.
+
+The windowing and post-processing follow the SQuAD reference code (Devlin et al. 2019, BERT's
+``run_squad.py``: ``convert_examples_to_features``, ``_check_is_max_context``, ``write_predictions``) with a
+fast tokenizer's offset mapping in place of the whitespace-token bookkeeping:
+
+- ``doc_stride`` is, as in ``run_squad.py``, the step in tokens between the starts of two windows (the
+  tokenizer's ``stride`` argument is the overlap, so it is set to ``context budget - doc_stride``);
+- a window whose context does not hold the whole answer is labelled ``[CLS]`` (index 0) for start and end,
+  as is an impossible question;
+- at prediction, a span may start only at a token whose window gives it the most context
+  (``min(left, right) + 0.01 * window length``), the score of a span is ``start_logit + end_logit``, and the
+  SQuAD 2.0 no-answer score is the minimum over an example's windows of ``start_logit[0] + end_logit[0]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from downstream.qa import QaExample, QaSplit
+
+# ---------------------------------------------------------------------------------------------- windowing
+
+
+@dataclass
+class QaFeatures:
+    """The model's windows over a list of examples, one entry per window in every list.
+
+    Attributes:
+        input_ids, token_type_ids, attention_mask: ``[CLS] question [SEP] context window [SEP]``, unpadded
+            (length at most ``max_seq_length``); ``token_type_ids`` is empty when the tokenizer gives none.
+        start_positions, end_positions: token index of the answer's first / last token in the window, or 0
+            (``[CLS]``) when the answer is not wholly inside it or the question is impossible.
+        example_index: the index in ``examples`` of the window's example.
+        offset_mapping: per token, the ``(start, end)`` characters in the context, ``None`` for question and
+            special tokens.
+        max_context: per token, whether this window gives that context token its most context
+            (``run_squad.py``'s ``token_is_max_context``); ``False`` for non-context tokens.
+    """
+
+    input_ids: list[list[int]] = field(default_factory=list)
+    token_type_ids: list[list[int]] = field(default_factory=list)
+    attention_mask: list[list[int]] = field(default_factory=list)
+    start_positions: list[int] = field(default_factory=list)
+    end_positions: list[int] = field(default_factory=list)
+    example_index: list[int] = field(default_factory=list)
+    offset_mapping: list[list[tuple[int, int] | None]] = field(default_factory=list)
+    max_context: list[list[bool]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    def model_inputs(self, index: int, *, with_labels: bool = True) -> dict[str, list[int] | int]:
+        """The tensors of window ``index`` for the model (``start_positions`` / ``end_positions`` included
+        with ``with_labels``)."""
+        row: dict[str, list[int] | int] = {"input_ids": self.input_ids[index], "attention_mask": self.attention_mask[index]}
+        if self.token_type_ids:
+            row["token_type_ids"] = self.token_type_ids[index]
+        if with_labels:
+            row["start_positions"] = self.start_positions[index]
+            row["end_positions"] = self.end_positions[index]
+        return row
+
+
+def _truncate_question(question: str, tokenizer, max_query_length: int) -> str:
+    """The question cut after its ``max_query_length``-th token (``run_squad.py`` keeps the first tokens)."""
+    encoded = tokenizer(question, add_special_tokens=False, return_offsets_mapping=True)
+    offsets = encoded["offset_mapping"]
+    if len(offsets) <= max_query_length:
+        return question
+    return question[: offsets[max_query_length - 1][1]]
+
+
+def answer_token_span(offsets: Sequence[tuple[int, int] | None], start_char: int, end_char: int) -> tuple[int, int]:
+    """``(start, end)`` token indices of the characters ``[start_char, end_char)`` in one window, or ``(0, 0)``
+    when the window's context does not hold them all. ``offsets``: per token, context characters or ``None``."""
+    context = [i for i, o in enumerate(offsets) if o is not None]
+    if not context or offsets[context[0]][0] > start_char or offsets[context[-1]][1] < end_char:
+        return 0, 0
+    start = next(i for i in context if offsets[i][1] > start_char)  # first token ending after the answer starts
+    end = next(i for i in reversed(context) if offsets[i][0] < end_char)  # last token starting before it ends
+    return (start, end) if start <= end else (0, 0)
+
+
+def encode_qa_features(
+    examples: Sequence[QaExample],
+    tokenizer,
+    *,
+    max_seq_length: int = 384,
+    doc_stride: int = 128,
+    max_query_length: int = 64,
+) -> QaFeatures:
+    """Tokenise ``question [SEP] context`` into overlapping windows (``run_squad.py`` defaults: 384, 128, 64).
+
+    The question keeps its first ``max_query_length`` tokens; the context is cut into windows of
+    ``max_seq_length - question tokens - special tokens`` tokens whose starts are ``doc_stride`` tokens apart
+    (fast tokenizer: ``truncation="only_second"``, ``return_overflowing_tokens``, ``stride`` = the overlap).
+    Training labels use each example's first answer (as ``run_squad.py``).
+
+    Raises:
+        ValueError: a slow tokenizer (no offsets), non-positive settings, or a question that leaves no room
+            for context in ``max_seq_length`` (the example named).
+    """
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(f"encode_qa_features needs a fast tokenizer (offset mapping), got {type(tokenizer).__name__}")
+    if min(max_seq_length, doc_stride, max_query_length) < 1:
+        raise ValueError(f"max_seq_length, doc_stride, max_query_length must be positive, got {max_seq_length}, {doc_stride}, {max_query_length}")
+    num_special = tokenizer.num_special_tokens_to_add(pair=True)
+    features = QaFeatures()
+    for index, example in enumerate(examples):
+        question = _truncate_question(example.question, tokenizer, max_query_length)
+        num_question = len(tokenizer(question, add_special_tokens=False)["input_ids"])
+        budget = max_seq_length - num_question - num_special  # context tokens per window
+        if budget < 1:
+            raise ValueError(f"example {example.id!r}: a {num_question}-token question leaves no context room in max_seq_length={max_seq_length}")
+        encoded = tokenizer(
+            question,
+            example.context,
+            truncation="only_second",
+            max_length=max_seq_length,
+            stride=max(0, budget - doc_stride),  # overlap, so that window starts are doc_stride tokens apart
+            return_overflowing_tokens=True,
+            return_offsets_mapping=True,
+        )
+        answer = None if example.is_impossible or not example.answers or example.answers[0][1] < 0 else example.answers[0]
+        first = len(features)
+        for w in range(len(encoded["input_ids"])):
+            sequence_ids = encoded.sequence_ids(w)
+            offsets = [tuple(o) if s == 1 else None for o, s in zip(encoded["offset_mapping"][w], sequence_ids, strict=True)]
+            start, end = (0, 0) if answer is None else answer_token_span(offsets, *_stripped_span(*answer))
+            features.input_ids.append(encoded["input_ids"][w])
+            if "token_type_ids" in encoded:
+                features.token_type_ids.append(encoded["token_type_ids"][w])
+            features.attention_mask.append(encoded["attention_mask"][w])
+            features.start_positions.append(start)
+            features.end_positions.append(end)
+            features.example_index.append(index)
+            features.offset_mapping.append(offsets)
+        _mark_max_context(features, range(first, len(features)))
+    return features
+
+
+def _stripped_span(text: str, start: int) -> tuple[int, int]:
+    """The characters ``[start, end)`` of ``text`` at ``start`` without its surrounding whitespace (COVID-QA's
+    answers often end in a space, which belongs to no token)."""
+    return start + len(text) - len(text.lstrip()), start + len(text.rstrip())
+
+
+def _mark_max_context(features: QaFeatures, windows: range) -> None:
+    """Fill ``max_context`` for one example's windows: a context token (identified by its character span)
+    belongs to the window maximising ``min(tokens left, tokens right) + 0.01 * window length``, the first on
+    ties (``run_squad.py``'s ``_check_is_max_context``)."""
+    best: dict[tuple[int, int], tuple[float, int]] = {}
+    for w in windows:
+        positions = [i for i, o in enumerate(features.offset_mapping[w]) if o is not None]
+        n = len(positions)
+        for j, i in enumerate(positions):
+            score = min(j, n - 1 - j) + 0.01 * n
+            key = features.offset_mapping[w][i]
+            if key not in best or score > best[key][0]:
+                best[key] = (score, w)
+    for w in windows:
+        offsets = features.offset_mapping[w]
+        features.max_context.append([o is not None and best[o][1] == w for o in offsets])
+
+
+# ------------------------------------------------------------------------------------------ post-processing
+
+
+@dataclass
+class NbestAnswer:
+    """One candidate: its text, start character in the context (-1 for no answer), score
+    (``start_logit + end_logit``) and probability (softmax over the n-best scores)."""
+
+    text: str
+    start: int
+    score: float
+    probability: float = 0.0
+
+
+@dataclass
+class QaPrediction:
+    """An example's answer (``""`` = no answer), its start character (-1 for none), the n-best list (best
+    first), the no-answer score (``None`` unless SQuAD 2.0) and the best span's score (``None`` if none)."""
+
+    text: str
+    start: int
+    nbest: list[NbestAnswer]
+    null_score: float | None = None
+    best_span_score: float | None = None
+
+
+def postprocess_predictions(
+    examples: Sequence[QaExample],
+    features: QaFeatures,
+    start_logits: Any,
+    end_logits: Any,
+    *,
+    n_best_size: int = 20,
+    max_answer_length: int = 30,
+    version_2: bool = False,
+    null_threshold: float = 0.0,
+) -> dict[str, QaPrediction]:
+    """Answer texts from the model's logits (``run_squad.py``'s ``write_predictions``).
+
+    Args:
+        start_logits, end_logits: shape ``(num_windows, sequence_length)`` (array, tensor or lists); a row may
+            be longer than its window (padding, e.g. -100 from the Trainer) and is cut to the window.
+        n_best_size: the top start and end indices tried per window, and the length of the n-best list.
+        max_answer_length: longest answer in tokens (``end - start + 1``).
+        version_2: consider no answer: predicted when ``null_score > best_span_score + null_threshold``.
+
+    Returns:
+        Example id -> :class:`QaPrediction`; a span's text is ``context[offsets[start][0]:offsets[end][1]]``.
+        A span must start and end on context tokens, start at a token whose window gives it the most context,
+        and not end before it starts.
+
+    Raises:
+        ValueError: logits and windows differ in number, a row shorter than its window, or an example with no
+            window.
+    """
+    import numpy as np
+
+    starts = [np.asarray(row, dtype=np.float64) for row in start_logits]
+    ends = [np.asarray(row, dtype=np.float64) for row in end_logits]
+    if not len(starts) == len(ends) == len(features):
+        raise ValueError(f"{len(starts)} start and {len(ends)} end logits rows for {len(features)} windows")
+    windows_of: dict[int, list[int]] = {}
+    for w, index in enumerate(features.example_index):
+        windows_of.setdefault(index, []).append(w)
+    predictions: dict[str, QaPrediction] = {}
+    for index, example in enumerate(examples):
+        if index not in windows_of:
+            raise ValueError(f"example {example.id!r} (index {index}) has no window in the features")
+        candidates: list[NbestAnswer] = []
+        null_score: float | None = None
+        for w in windows_of[index]:
+            offsets = features.offset_mapping[w]
+            length = len(offsets)
+            if len(starts[w]) < length or len(ends[w]) < length:
+                raise ValueError(f"window {w}: logits of length {len(starts[w])}/{len(ends[w])} for {length} tokens")
+            s_logits, e_logits = starts[w][:length], ends[w][:length]
+            window_null = float(s_logits[0] + e_logits[0])
+            null_score = window_null if null_score is None else min(null_score, window_null)
+            top_starts = np.argsort(-s_logits, kind="stable")[:n_best_size]
+            top_ends = np.argsort(-e_logits, kind="stable")[:n_best_size]
+            for s in top_starts:
+                if offsets[s] is None or not features.max_context[w][s]:
+                    continue
+                for e in top_ends:
+                    if offsets[e] is None or e < s or e - s + 1 > max_answer_length:
+                        continue
+                    start_char, end_char = offsets[s][0], offsets[e][1]
+                    candidates.append(NbestAnswer(example.context[start_char:end_char], start_char, float(s_logits[s] + e_logits[e])))
+        if version_2:
+            candidates.append(NbestAnswer("", -1, null_score))
+        candidates.sort(key=lambda c: -c.score)
+        nbest: list[NbestAnswer] = []
+        seen: set[str] = set()
+        for candidate in candidates:
+            if candidate.text in seen:
+                continue
+            seen.add(candidate.text)
+            nbest.append(candidate)
+            if len(nbest) == n_best_size:
+                break
+        if version_2 and "" not in seen:
+            nbest.append(NbestAnswer("", -1, null_score))
+        if not nbest:
+            nbest.append(NbestAnswer("", -1, 0.0))
+        scores = np.array([c.score for c in nbest])
+        probabilities = np.exp(scores - scores.max())
+        probabilities /= probabilities.sum()
+        for candidate, probability in zip(nbest, probabilities, strict=True):
+            candidate.probability = float(probability)
+        best_span = next((c for c in nbest if c.text), None)
+        if best_span is None or (version_2 and null_score - best_span.score > null_threshold):
+            text, start = "", -1
+        else:
+            text, start = best_span.text, best_span.start
+        predictions[example.id] = QaPrediction(
+            text, start, nbest, null_score if version_2 else None, None if best_span is None else best_span.score
+        )
+    return predictions
+
+
+# ------------------------------------------------------------------------------------- pooling by question
+
+#: Longest pooled answer kept, in characters (BioBERT's ``transform_n2b_factoid``).
+MAX_POOLED_ANSWER_CHARS = 100
+
+
+def _clean_pooled(text: str) -> str:
+    """An answer as BioBERT's BioASQ post-processing leaves it: surrounding whitespace, a trailing ``,``, ``.``
+    or space and wrapping parentheses removed."""
+    text = text.strip()
+    while text and text[-1] in ",. ":
+        text = text[:-1]
+    if text.startswith("(") and text.endswith(")"):
+        text = text[1:-1].strip()
+    return text
+
+
+def pool_by_question(split: QaSplit, predictions: dict[str, QaPrediction]) -> dict[str, QaPrediction]:
+    """One prediction per question from the predictions of its examples (BioASQ: one per snippet), as
+    BioBERT's ``transform_n2b_factoid`` does: every example's n-best answers, cleaned (:func:`_clean_pooled`),
+    empty ones and ones over :data:`MAX_POOLED_ANSWER_CHARS` characters dropped, merged case-insensitively
+    (the first spelling kept) with their probabilities summed, best first.
+
+    Returns:
+        Question id -> :class:`QaPrediction` (``start`` -1; ``nbest`` scores and probabilities are the sums).
+    """
+    pooled: dict[str, dict[str, list]] = {}
+    for example in split.examples:
+        merged = pooled.setdefault(example.question_id, {})
+        for candidate in predictions[example.id].nbest:
+            text = _clean_pooled(candidate.text)
+            if not text or len(text) > MAX_POOLED_ANSWER_CHARS:
+                continue
+            entry = merged.setdefault(text.lower(), [text, 0.0])
+            entry[1] += candidate.probability
+    result = {}
+    for question_id, merged in pooled.items():
+        ranked = sorted(merged.values(), key=lambda e: -e[1])
+        nbest = [NbestAnswer(text, -1, total, total) for text, total in ranked]
+        result[question_id] = QaPrediction(nbest[0].text if nbest else "", -1, nbest)
+    return result
