@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pretrain_fixture import tiny_hparams  # noqa: E402
 
+from bioelectra.pretraining.trainer import close_process_group  # noqa: E402
 from bioelectra.training import prepare_pretraining  # noqa: E402
 
 
@@ -45,6 +46,7 @@ def main() -> None:
         "trainer_batch": [args.per_device_train_batch_size, args.gradient_accumulation_steps],
     }
     (output_dir / f"rank{rank}.json").write_text(json.dumps(info))
+    close_process_group()
 
 
 if __name__ == "__main__":

@@ -301,6 +301,7 @@ def pretrain_train(
     logging.getLogger("transformers.trainer").setLevel(logging.INFO)
     import json
 
+    from bioelectra.pretraining.trainer import close_process_group
     from bioelectra.training import parse_hparams_arg, run_pretraining
 
     out = output_dir or data_dir / "models" / model_name
@@ -316,6 +317,7 @@ def pretrain_train(
         _fail(exc)
         return
     print(json.dumps(summary, indent=2))
+    close_process_group()
 
 
 @pretrain_app.command("eval")

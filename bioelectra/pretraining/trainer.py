@@ -69,6 +69,20 @@ def _process_zero_decides(flag: bool, device: torch.device) -> bool:
     return bool(decided.item())
 
 
+def close_process_group() -> None:
+    """Tear down this process's ``torch.distributed`` process group when one is open; nothing on one process.
+
+    Call it when a process's distributed work is over (``pretrain train`` does, after its summary). Neither
+    the Trainer nor accelerate destroys the group, and a process that exits with it open can abort in the
+    C++ runtime at interpreter exit ("terminate called without an active exception", SIGABRT) after its
+    work is done: its launcher then reports the rank as failed. Destroying the group is local to the
+    process, so the ranks need not wait for one another here."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 class RankSeedCallback(TrainerCallback):
     """Seed each process's random stream (masking, generator sampling, dropout) with ``seed +
     process_index`` when training begins on several processes.
