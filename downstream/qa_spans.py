@@ -6,8 +6,8 @@ The windowing and post-processing follow the SQuAD reference code (Devlin et al.
 ``run_squad.py``: ``convert_examples_to_features``, ``_check_is_max_context``, ``write_predictions``) with a
 fast tokenizer's offset mapping in place of the whitespace-token bookkeeping:
 
-- ``doc_stride`` is, as in ``run_squad.py``, the step in tokens between the starts of two windows (the
-  tokenizer's ``stride`` argument is the overlap, so it is set to ``context budget - doc_stride``);
+- ``doc_stride`` is, as in ``run_squad.py``, the step in tokens between the starts of two windows, cut
+  here from the context's tokens (not by the tokenizer's overflow, see :func:`encode_qa_features`);
 - a window whose context does not hold the whole answer is labelled ``[CLS]`` (index 0) for start and end,
   as is an impossible question;
 - at prediction, a span may start only at a token whose window gives it the most context
@@ -86,6 +86,77 @@ def answer_token_span(offsets: Sequence[tuple[int, int] | None], start_char: int
     return (start, end) if start <= end else (0, 0)
 
 
+@dataclass(frozen=True)
+class PairTemplate:
+    """Where a tokenizer puts its special tokens around a pair ``(A, B)``, read off the tokenizer itself
+    (``[CLS] A [SEP] B [SEP]`` with token types ``0 ... 0 1 ... 1`` for BERT and ELECTRA).
+
+    Attributes:
+        prefix, middle, suffix: the special token ids before ``A``, between ``A`` and ``B``, after ``B``.
+        prefix_types, middle_types, suffix_types: their token type ids; ``a_type`` / ``b_type`` those of the
+            tokens of ``A`` / ``B``. All types are empty / ``None`` when the tokenizer gives none.
+    """
+
+    prefix: tuple[int, ...]
+    middle: tuple[int, ...]
+    suffix: tuple[int, ...]
+    prefix_types: tuple[int, ...] | None
+    middle_types: tuple[int, ...] | None
+    suffix_types: tuple[int, ...] | None
+    a_type: int | None
+    b_type: int | None
+
+    @classmethod
+    def of(cls, tokenizer) -> PairTemplate:
+        """Encode a two-word pair and read where its special tokens fall (``sequence_ids``).
+
+        Raises:
+            ValueError: the tokenizer does not place the two texts as two contiguous blocks.
+        """
+        probe = tokenizer("a", "b", add_special_tokens=True)
+        ids, seq = probe["input_ids"], probe.sequence_ids(0)
+        a = [i for i, s in enumerate(seq) if s == 0]
+        b = [i for i, s in enumerate(seq) if s == 1]
+        if not a or not b or a != list(range(a[0], a[-1] + 1)) or b != list(range(b[0], b[-1] + 1)) or a[-1] > b[0]:
+            raise ValueError(f"{type(tokenizer).__name__} does not encode a pair as two contiguous blocks: {seq}")
+        types = probe.get("token_type_ids")
+
+        def pick(values, lo, hi):
+            return None if values is None else tuple(values[lo:hi])
+
+        return cls(
+            prefix=tuple(ids[: a[0]]), middle=tuple(ids[a[-1] + 1 : b[0]]), suffix=tuple(ids[b[-1] + 1 :]),
+            prefix_types=pick(types, 0, a[0]), middle_types=pick(types, a[-1] + 1, b[0]),
+            suffix_types=pick(types, b[-1] + 1, len(ids)),
+            a_type=None if types is None else types[a[0]], b_type=None if types is None else types[b[0]],
+        )  # fmt: skip
+
+    @property
+    def num_special(self) -> int:
+        return len(self.prefix) + len(self.middle) + len(self.suffix)
+
+    def join(self, a: Sequence[int], b: Sequence[int]) -> tuple[list[int], list[int] | None]:
+        """``(input_ids, token_type_ids)`` of the pair; ``token_type_ids`` is ``None`` without types."""
+        ids = [*self.prefix, *a, *self.middle, *b, *self.suffix]
+        if self.a_type is None:
+            return ids, None
+        types = [*self.prefix_types, *[self.a_type] * len(a), *self.middle_types, *[self.b_type] * len(b), *self.suffix_types]
+        return ids, types
+
+
+def window_starts(num_tokens: int, budget: int, doc_stride: int) -> list[tuple[int, int]]:
+    """``(start, end)`` token ranges of the context windows: ``budget`` tokens each, starts ``min(budget,
+    doc_stride)`` apart, the last one ending at the last token (``run_squad.py``'s ``doc_spans`` loop). An
+    empty context gives one empty window, so that every question has a window."""
+    spans, start = [], 0
+    while True:
+        end = min(num_tokens, start + budget)
+        spans.append((start, end))
+        if end >= num_tokens:
+            return spans
+        start += min(budget, doc_stride)
+
+
 def encode_qa_features(
     examples: Sequence[QaExample],
     tokenizer,
@@ -96,10 +167,13 @@ def encode_qa_features(
 ) -> QaFeatures:
     """Tokenise ``question [SEP] context`` into overlapping windows (``run_squad.py`` defaults: 384, 128, 64).
 
-    The question keeps its first ``max_query_length`` tokens; the context is cut into windows of
-    ``max_seq_length - question tokens - special tokens`` tokens whose starts are ``doc_stride`` tokens apart
-    (fast tokenizer: ``truncation="only_second"``, ``return_overflowing_tokens``, ``stride`` = the overlap).
-    Training labels use each example's first answer (as ``run_squad.py``).
+    The question keeps its first ``max_query_length`` tokens; the context is tokenised once, whole, and cut
+    into windows of ``max_seq_length - question tokens - special tokens`` tokens whose starts are
+    ``doc_stride`` tokens apart (:func:`window_starts`); each window is joined to the question with the
+    tokenizer's own special tokens (:class:`PairTemplate`). The windows are built here rather than with the
+    tokenizer's ``return_overflowing_tokens``, which tokenizers 0.23.1 and 0.23.2 cut short (their truncation
+    stops tokenising at ``max_length``: two windows, the second partial, for any long context). Training labels
+    use each example's first answer (as ``run_squad.py``).
 
     Raises:
         ValueError: a slow tokenizer (no offsets), non-positive settings, or a question that leaves no room
@@ -109,35 +183,28 @@ def encode_qa_features(
         raise ValueError(f"encode_qa_features needs a fast tokenizer (offset mapping), got {type(tokenizer).__name__}")
     if min(max_seq_length, doc_stride, max_query_length) < 1:
         raise ValueError(f"max_seq_length, doc_stride, max_query_length must be positive, got {max_seq_length}, {doc_stride}, {max_query_length}")
-    num_special = tokenizer.num_special_tokens_to_add(pair=True)
+    template = PairTemplate.of(tokenizer)
     features = QaFeatures()
     for index, example in enumerate(examples):
-        question = _truncate_question(example.question, tokenizer, max_query_length)
-        num_question = len(tokenizer(question, add_special_tokens=False)["input_ids"])
-        budget = max_seq_length - num_question - num_special  # context tokens per window
+        question = tokenizer(_truncate_question(example.question, tokenizer, max_query_length), add_special_tokens=False)["input_ids"]
+        budget = max_seq_length - len(question) - template.num_special  # context tokens per window
         if budget < 1:
-            raise ValueError(f"example {example.id!r}: a {num_question}-token question leaves no context room in max_seq_length={max_seq_length}")
-        encoded = tokenizer(
-            question,
-            example.context,
-            truncation="only_second",
-            max_length=max_seq_length,
-            stride=max(0, budget - doc_stride),  # overlap, so that window starts are doc_stride tokens apart
-            return_overflowing_tokens=True,
-            return_offsets_mapping=True,
-        )
+            raise ValueError(f"example {example.id!r}: a {len(question)}-token question leaves no context room in max_seq_length={max_seq_length}")
+        context = tokenizer(example.context, add_special_tokens=False, truncation=False, return_offsets_mapping=True, verbose=False)
+        context_offsets = [tuple(o) for o in context["offset_mapping"]]
         answer = None if example.is_impossible or not example.answers or example.answers[0][1] < 0 else example.answers[0]
         first = len(features)
-        for w in range(len(encoded["input_ids"])):
-            sequence_ids = encoded.sequence_ids(w)
-            offsets = [tuple(o) if s == 1 else None for o, s in zip(encoded["offset_mapping"][w], sequence_ids, strict=True)]
-            start, end = (0, 0) if answer is None else answer_token_span(offsets, *_stripped_span(*answer))
-            features.input_ids.append(encoded["input_ids"][w])
-            if "token_type_ids" in encoded:
-                features.token_type_ids.append(encoded["token_type_ids"][w])
-            features.attention_mask.append(encoded["attention_mask"][w])
-            features.start_positions.append(start)
-            features.end_positions.append(end)
+        for start, end in window_starts(len(context["input_ids"]), budget, doc_stride):
+            input_ids, token_type_ids = template.join(question, context["input_ids"][start:end])
+            offsets: list[tuple[int, int] | None] = [None] * (len(template.prefix) + len(question) + len(template.middle))
+            offsets += context_offsets[start:end] + [None] * len(template.suffix)
+            span_start, span_end = (0, 0) if answer is None else answer_token_span(offsets, *_stripped_span(*answer))
+            features.input_ids.append(input_ids)
+            if token_type_ids is not None:
+                features.token_type_ids.append(token_type_ids)
+            features.attention_mask.append([1] * len(input_ids))
+            features.start_positions.append(span_start)
+            features.end_positions.append(span_end)
             features.example_index.append(index)
             features.offset_mapping.append(offsets)
         _mark_max_context(features, range(first, len(features)))

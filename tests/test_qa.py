@@ -25,8 +25,10 @@ from downstream.qa_metrics import (
     squad_metrics,
 )
 from downstream.qa_spans import (
+    PairTemplate,
     encode_qa_features,
     postprocess_predictions,
+    window_starts,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -264,6 +266,49 @@ def test_windows_step_by_doc_stride_and_answer_in_overlap(tokenizer):
                 assert o not in owners
                 owners[o] = w
     assert set(owners) == {o for w in range(len(features)) for o in context_token_spans(features, w)}
+
+
+@pytest.mark.parametrize(
+    ("tokens", "budget", "stride", "expected"),
+    [
+        (100, 40, 20, [(0, 40), (20, 60), (40, 80), (60, 100)]),  # the last window ends at the last token
+        (100, 40, 60, [(0, 40), (40, 80), (80, 100)]),  # a stride over the budget leaves no gap
+        (41, 40, 20, [(0, 40), (20, 41)]),
+        (40, 40, 20, [(0, 40)]),
+        (0, 40, 20, [(0, 0)]),  # an empty context still gets its window
+    ],
+)
+def test_window_starts_follow_run_squad(tokens, budget, stride, expected):
+    assert window_starts(tokens, budget, stride) == expected
+
+
+def test_windows_cover_the_whole_context_however_long(tokenizer):
+    """Every context token is in a window, in order: the windows are cut from the whole context's tokens, not
+    from the tokenizer's overflow (which tokenizers 0.23.1 / 0.23.2 cut short after two windows)."""
+    context = LONG_CONTEXT * 4
+    example = QaExample("p", "which protein binds?", context, [], True, "d")
+    features = encode_qa_features([example], tokenizer, max_seq_length=64, doc_stride=20, max_query_length=64)
+    whole = tokenizer(context, add_special_tokens=False, return_offsets_mapping=True)
+    expected = [tuple(o) for o in whole["offset_mapping"]]
+    budget = len(context_token_spans(features, 0))
+    assert len(features) == len(window_starts(len(expected), budget, 20)) > 10
+    for w, (start, end) in enumerate(window_starts(len(expected), budget, 20)):
+        assert context_token_spans(features, w) == expected[start:end]
+        context_ids = [i for i, o in zip(features.input_ids[w], features.offset_mapping[w], strict=True) if o is not None]
+        assert context_ids == whole["input_ids"][start:end]
+    assert context_token_spans(features, len(features) - 1)[-1] == expected[-1]
+
+
+def test_one_window_is_the_tokenizers_own_pair_encoding(tokenizer):
+    template = PairTemplate.of(tokenizer)
+    assert (template.prefix, template.middle, template.suffix) == ((tokenizer.cls_token_id,), (tokenizer.sep_token_id,), (tokenizer.sep_token_id,))
+    example = QaExample("x", "Where is the tower?", "The Eiffel Tower stands in Paris.", [("Paris", 27)], False, "d")
+    features = encode_qa_features([example], tokenizer, max_seq_length=64)
+    pair = tokenizer(example.question, example.context)
+    assert len(features) == 1
+    assert features.input_ids[0] == pair["input_ids"]
+    assert features.token_type_ids[0] == pair["token_type_ids"]
+    assert features.attention_mask[0] == pair["attention_mask"]
 
 
 def test_question_truncated_to_max_query_length(tokenizer):
