@@ -117,7 +117,7 @@ def test_train_hparams_fit_the_minutes(tmp_path):
 
 @pytest.mark.slow
 def test_campaign_dry_run_on_cpu(tmp_path):
-    """pack -> setup -> bench -> data -> train (background) -> poll -> collect -> finetune-eval."""
+    """pack -> setup -> bench (eager, compiled) -> data -> train (background) -> poll -> collect -> finetune-eval."""
     hparams = tmp_path / "tiny.json"
     hparams.write_text(json.dumps(TINY))
     work, out, dest = tmp_path / "device-work", tmp_path / "OUT", tmp_path / "campaign"
@@ -147,6 +147,19 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     assert case["optimized"]["steps_per_second"] > 0 and case["naive"]["steps_per_second"] > 0
     assert case["optimized"]["profile"]["steps"] == 2
 
+    # the optional compiled bench: torch.compile, its eager figure beside it; a failure is reported, not raised
+    campaign("bench", "--work", work, "--out", out, "--hparams", hparams, "--cases", f"{hparams}:32:4",
+             "--steps", "2", "--warmup", "2", "--profile", "0", "--compile", "--quiet")  # fmt: skip
+    compiled = json.loads((out / "bench-compiled.json").read_text())["cases"][0]
+    assert compiled["optimized"]["compiled"] and "naive" not in compiled
+    assert compiled["eager_steps_per_second"] == case["optimized"]["steps_per_second"]
+    assert compiled["speedup_over_eager"] > 0
+    assert json.loads((out / "bench.json").read_text())["cases"][0]["optimized"]["compiled"] is False
+    failed = campaign("bench", "--work", tmp_path / "other", "--out", tmp_path / "other-out", "--hparams", hparams,
+                      "--cases", f"{tmp_path / 'missing.json'}:32:4", "--compile", "--quiet")  # fmt: skip
+    assert "compiled bench failed" in failed.stdout
+    assert "error" in json.loads((tmp_path / "other-out" / "bench-compiled.json").read_text())
+
     campaign("data", "--work", work, "--out", out, "--num-processes", "1", "--max-seq-length", "32")
     assert json.loads((out / "build_info.json").read_text())["max_seq_length"] == 32
 
@@ -166,6 +179,7 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     with tarfile.open(tmp_path / "results.tar") as tar:
         tar.extractall(here, filter="data")
     assert json.loads((here / "trainer_state.json").read_text())["global_step"] == 4
+    assert json.loads((here / "bench-compiled.json").read_text())["cases"][0]["optimized"]["compiled"]
     assert "disc_auc" in json.loads((here / "eval.json").read_text())["metrics"]
     from transformers import AutoModelForTokenClassification
 

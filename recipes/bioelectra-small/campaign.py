@@ -9,7 +9,8 @@ Stages (each ``python recipes/bioelectra-small/campaign.py STAGE ...``):
 - ``setup`` (device): install the wheels, unpack the packs given, record the machine (GPU, versions, the
   measured bf16 matmul rate and copy bandwidth) in ``$OUT/env.json``.
 - ``bench`` (device): ``bench/pretrain_throughput.py`` on the three ELECTRA cases and this recipe's model,
-  each beside the naive fp32 eager loop, with the profile of the recipe's model: ``$OUT/bench.json``.
+  each beside the naive fp32 eager loop, with the profile of the recipe's model: ``$OUT/bench.json``; with
+  ``--compile``, the recipe's model and ELECTRA-Small under ``torch.compile``: ``$OUT/bench-compiled.json``.
 - ``data`` (device): ``pretrain build-data`` over the unpacked text on every core.
 - ``train`` (device): launch ``pretrain train`` in the background (a new session, so it outlives the call)
   with ``max_steps`` from the bench's measured speed and ``--minutes``, and a wall-clock stop
@@ -151,31 +152,62 @@ def cmd_setup(args) -> None:
     print(json.dumps(report, indent=2))
 
 
-def bench_cases(hparams: Path) -> str:
-    return f"small:128:128,base:128:128,base:512:32,{hparams}:128:{json.loads(hparams.read_text()).get('per_device_train_batch_size', 128)}"
+def bench_cases(hparams: Path, *, compiled: bool = False) -> str:
+    """The bench's cases: the three ELECTRA cases of issue 14 and the recipe's model; compiled, the recipe's
+    model and ELECTRA-Small only (each compilation takes a minute or more of device time)."""
+    recipe = f"{hparams}:128:{json.loads(hparams.read_text()).get('per_device_train_batch_size', 128)}"
+    return f"{recipe},small:128:128" if compiled else f"small:128:128,base:128:128,base:512:32,{recipe}"
+
+
+def _same_case(a: dict, b: dict) -> bool:
+    return (a["size"], a["seq_len"], a["batch_size"]) == (b["size"], b["seq_len"], b["batch_size"])
 
 
 def cmd_bench(args) -> None:
+    """``bench/pretrain_throughput.py`` into ``bench.json`` (eager, beside the naive loop), or with
+    ``--compile`` into ``bench-compiled.json`` (``torch.compile``, no naive loop; each case's eager figure from
+    ``bench.json`` beside it when that ran first). A failed compiled bench is reported, not raised: it is
+    the optional stage of the campaign."""
     use_site(args.work)
-    cases = args.cases or bench_cases(args.hparams)
+    cases = args.cases or bench_cases(args.hparams, compiled=args.compile)
+    name = "bench-compiled.json" if args.compile else "bench.json"
     # the recipe's model first: it is the one profiled
     ordered = sorted(cases.split(","), key=lambda c: 0 if c.startswith(str(args.hparams)) else 1)
     cmd = [sys.executable, REPO / "bench" / "pretrain_throughput.py", "--cases", ",".join(ordered),
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--matmul", "--profile", str(args.profile),
-           "--output", args.work / "bench.json"]  # fmt: skip
+           "--output", args.work / name]  # fmt: skip
+    if args.compile:
+        cmd += ["--compile", "--no-baseline"]
     if args.batch_size:
         cmd += ["--batch-size", str(args.batch_size)]
     if args.layers:
         cmd += ["--layers", str(args.layers)]
-    run(cmd, stdout=subprocess.DEVNULL if args.quiet else None)
+    try:
+        run(cmd, stdout=subprocess.DEVNULL if args.quiet else None)
+    except SystemExit as exc:
+        if not args.compile:
+            raise
+        log(f"compiled bench failed ({exc}); the eager figures in bench.json stand")
+        write_json(args.out / name, {"error": str(exc)})
+        return
+    report = read_json(args.work / name)
+    eager = read_json(args.work / "bench.json", {}) if args.compile else {}
+    for case in report["cases"]:
+        opt = case.get("optimized", {})
+        same = next((c for c in eager.get("cases", []) if _same_case(c, case)), None)
+        if same and "error" not in opt and "error" not in same.get("optimized", {}):
+            case["eager_steps_per_second"] = same["optimized"]["steps_per_second"]
+            case["speedup_over_eager"] = round(opt["steps_per_second"] / case["eager_steps_per_second"], 3)
+    write_json(args.work / name, report)
     args.out.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(args.work / "bench.json", args.out / "bench.json")
-    report = read_json(args.work / "bench.json")
+    shutil.copy2(args.work / name, args.out / name)
     for case in report["cases"]:
         opt, naive = case.get("optimized", {}), case.get("naive", {})
+        versus = (f"vs eager {case.get('eager_steps_per_second')}; x{case.get('speedup_over_eager')}" if args.compile
+                  else f"vs naive {naive.get('steps_per_second')}; x{case.get('speedup')}")  # fmt: skip
         log(f"{case['size']} seq {case['seq_len']} batch {case['batch_size']}: "
             f"{opt.get('steps_per_second')} steps/s ({opt.get('sequences_per_second')} seq/s, mfu "
-            f"{opt.get('mfu_measured', opt.get('mfu'))}) vs naive {naive.get('steps_per_second')}; x{case.get('speedup')}")  # fmt: skip
+            f"{opt.get('mfu_measured', opt.get('mfu'))}) {versus}")  # fmt: skip
 
 
 def cmd_data(args) -> None:
@@ -323,6 +355,7 @@ def cmd_collect(args) -> None:
         (run_dir / "eval_results.json", "eval_results.json"),
         (work / "train.log", "train.log"),
         (work / "bench.json", "bench.json"),
+        (work / "bench-compiled.json", "bench-compiled.json"),
         (work / "manifest.json", "manifest.json"),
         (work / "data" / "build_info.json", "build_info.json"),
     ]
@@ -428,6 +461,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--profile", type=int, default=10)
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--layers", type=int, default=None)
+    p.add_argument("--compile", action="store_true", help="torch.compile: bench-compiled.json beside bench.json")
     p.add_argument("--quiet", action="store_true")
 
     p = stage("data", cmd_data, "build-data on the unpacked corpus (device)")
