@@ -171,8 +171,8 @@ def encode_qa_features(
     into windows of ``max_seq_length - question tokens - special tokens`` tokens whose starts are
     ``doc_stride`` tokens apart (:func:`window_starts`); each window is joined to the question with the
     tokenizer's own special tokens (:class:`PairTemplate`). The windows are built here rather than with the
-    tokenizer's ``return_overflowing_tokens``, which tokenizers 0.23.1 and 0.23.2 cut short (their truncation
-    stops tokenising at ``max_length``: two windows, the second partial, for any long context). Training labels
+    tokenizer's ``return_overflowing_tokens``, which tokenizers 0.23.2 cuts short (two windows, the second
+    partial, for any long context; upstream dates it to 0.23.1's truncation early exit). Training labels
     use each example's first answer (as ``run_squad.py``).
 
     Raises:

@@ -284,7 +284,7 @@ def test_window_starts_follow_run_squad(tokens, budget, stride, expected):
 
 def test_windows_cover_the_whole_context_however_long(tokenizer):
     """Every context token is in a window, in order: the windows are cut from the whole context's tokens, not
-    from the tokenizer's overflow (which tokenizers 0.23.1 / 0.23.2 cut short after two windows)."""
+    from the tokenizer's overflow (which tokenizers 0.23.2 cuts short after two windows)."""
     context = LONG_CONTEXT * 4
     example = QaExample("p", "which protein binds?", context, [], True, "d")
     features = encode_qa_features([example], tokenizer, max_seq_length=64, doc_stride=20, max_query_length=64)
