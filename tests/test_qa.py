@@ -311,6 +311,31 @@ def test_one_window_is_the_tokenizers_own_pair_encoding(tokenizer):
     assert features.attention_mask[0] == pair["attention_mask"]
 
 
+def test_pair_template_of_a_roberta_style_tokenizer():
+    """``<s> A </s></s> B </s>``: two tokens between question and context, read off the tokenizer, and each
+    window is what the tokenizer itself gives for the question and that stretch of context."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    words = sorted(set(LONG_CONTEXT.split()) | {"which", "protein", "binds", "?"})
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, **{w: i + 4 for i, w in enumerate(words)}}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                  pad_token="<pad>", cls_token="<s>", sep_token="</s>")  # fmt: skip
+    template = PairTemplate.of(tok)
+    assert (template.prefix, template.middle, template.suffix) == ((0,), (2, 2), (2,))
+    example = QaExample("p", "which protein binds ?", LONG_CONTEXT, [], True, "d")
+    features = encode_qa_features([example], tok, max_seq_length=32, doc_stride=10, max_query_length=16)
+    context_words = LONG_CONTEXT.split()
+    assert len(features) == len(window_starts(len(context_words), 32 - 4 - 4, 10))
+    for w, (start, end) in enumerate(window_starts(len(context_words), 32 - 4 - 4, 10)):
+        own = tok(example.question, " ".join(context_words[start:end]))
+        assert features.input_ids[w] == own["input_ids"]
+        assert [LONG_CONTEXT[a:b] for a, b in context_token_spans(features, w)] == context_words[start:end]
+
+
 def test_question_truncated_to_max_query_length(tokenizer):
     question = " ".join(["which"] * 40) + "?"
     example = QaExample("q", question, "short context here", [("context", 6)], False, "d")
