@@ -20,6 +20,11 @@ from typing import Any
 
 import torch
 
+#: Clean (unmasked) validation examples whose attention entropy is reported (``pretrain eval``, and every
+#: evaluation during pre-training): always the first ones, so that the figures of two checkpoints compare;
+#: one extra forward pass of each encoder per evaluation.
+ATTENTION_PROBE_EXAMPLES = 32
+
 
 @torch.no_grad()
 def attention_entropy(
@@ -76,4 +81,21 @@ def summarize_attention_entropy(per_layer: list[float]) -> dict[str, Any]:
     return {
         "attention_entropy": round(sum(per_layer) / len(per_layer), 4) if per_layer else math.nan,
         "attention_entropy_per_layer": [round(v, 4) for v in per_layer],
+    }
+
+
+def pretraining_attention_report(model: Any, batch: dict[str, torch.Tensor]) -> dict[str, dict[str, Any]]:
+    """:func:`summarize_attention_entropy` of both encoders of an ``ElectraPretrainingModel`` on one clean
+    (unmasked) padded batch: ``{"discriminator": {...}, "generator": {...}}``. The model is put in eval
+    mode (no dropout) and left there.
+
+    Args:
+        model: an ``ElectraPretrainingModel`` (its ``discriminator.electra`` and ``generator.electra``).
+        batch: ``input_ids`` / ``attention_mask`` / ``token_type_ids``, each `(batch_size, sequence_length)`,
+            on the model's device.
+    """
+    model.eval()
+    return {
+        name: summarize_attention_entropy(attention_entropy(part.electra, **batch))
+        for name, part in (("discriminator", model.discriminator), ("generator", model.generator))
     }

@@ -250,6 +250,7 @@ def test_training_writes_the_plots_and_plot_redraws_them(run_dir):
     history, state_file = read_log_history(run_dir)
     assert state_file == run_dir / "checkpoint-4" / "trainer_state.json"
     assert [r["step"] for r in history if "eval_disc_auc" in r] == [3, 4]  # step 4 from eval_results.json
+    assert [r["step"] for r in history if "eval_disc_attention_entropy" in r] == [3, 4]  # drawn beside disc_auc
     assert [r["step"] for r in history if "mlm_loss" in r] == [1, 2, 3, 4]
     for path in (run_dir / "plots").iterdir():
         path.unlink()

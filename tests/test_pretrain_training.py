@@ -286,10 +286,15 @@ def test_cli_train_eval_export_end_to_end(data_dir, tmp_path):
     result = runner.invoke(pretrain_app, ["eval", "--model-dir", str(out), "--checkpoint", "4"])
     assert result.exit_code == 0, result.output
     ev = json.loads((out / "eval_checkpoint-4.json").read_text())
-    assert ev["step"] == 4 and set(ev["metrics"]) == set(eval_results) - {"step", "epoch"}
-    for part in ("discriminator", "generator"):  # a few steps leave attention about uniform
+    entropy_keys = {"disc_attention_entropy", "gen_attention_entropy"}
+    assert ev["step"] == 4 and set(ev["metrics"]) == set(eval_results) - {"step", "epoch"} - entropy_keys
+    during = next(h for h in state["log_history"] if "eval_disc_auc" in h and h["step"] == 4)
+    for part, key in (("discriminator", "disc"), ("generator", "gen")):  # a few steps leave attention about uniform
         report = ev["attention_entropy"][part]
         assert len(report["attention_entropy_per_layer"]) == 2 and 0.9 < report["attention_entropy"] <= 1.0
+        # the evaluation during training probed the same examples with the same weights
+        assert during[f"eval_{key}_attention_entropy"] == pytest.approx(report["attention_entropy"], abs=2e-4)
+        assert 0.9 < eval_results[f"{key}_attention_entropy"] <= 1.0
 
     export = tmp_path / "export"
     result = runner.invoke(pretrain_app, ["export", "--model-dir", str(out), "--output-dir", str(export)])

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
+from bioelectra.diagnostics import ATTENTION_PROBE_EXAMPLES, pretraining_attention_report
 from bioelectra.hparams import (
     RENAMED,
 )
@@ -362,19 +363,9 @@ def evaluate_checkpoint(
     return result
 
 
-#: Clean (unmasked) validation examples whose attention entropy ``pretrain eval`` reports.
-ATTENTION_PROBE_EXAMPLES = 32
-
-
 def _attention_report(model: ElectraPretrainingModel, data: PretrainingData, hp: PretrainingHparams, device) -> dict:
     """Normalised attention entropy (:mod:`bioelectra.diagnostics`) of both encoders on the first
     :data:`ATTENTION_PROBE_EXAMPLES` validation examples, unmasked (what fine-tuning shows them)."""
-    from bioelectra.diagnostics import attention_entropy, summarize_attention_entropy
-
     examples = [data.validation[i] for i in range(min(ATTENTION_PROBE_EXAMPLES, len(data.validation)))]
     batch = make_collator(data.tokenizer, hp).pad(examples)
-    batch = {k: v.to(device) for k, v in batch.items()}
-    return {
-        name: summarize_attention_entropy(attention_entropy(part.electra, **batch))
-        for name, part in (("discriminator", model.discriminator), ("generator", model.generator))
-    }
+    return pretraining_attention_report(model, {k: v.to(device) for k, v in batch.items()})

@@ -5,7 +5,10 @@
   held-out value (``masked_lm_loss``, ``disc_loss`` of the evaluations) as points;
 - ``masked_lm_accuracy.png``: the generator's held-out ``masked_lm_accuracy`` (argmax) and
   ``sampled_masked_lm_accuracy`` over steps;
-- ``disc_auc.png``: the discriminator's held-out ``disc_auc`` over steps, with chance (0.5) marked.
+- ``disc_auc.png``: the discriminator's held-out ``disc_auc`` over steps, with chance (0.5) marked, and
+  (when logged) its attention entropy ``disc_attention_entropy`` on the same 0-1 scale: an AUC that rises
+  while the attention stays uniform (entropy near 1) is detection by token rarity, not by context
+  (:mod:`bioelectra.diagnostics`).
 
 The numbers come from ``trainer_state.json``'s ``log_history`` in the run's newest checkpoint (or in the
 folder given, when it is a checkpoint), plus ``eval_results.json`` (the evaluation after the last step, which
@@ -171,11 +174,15 @@ def plot_pretraining_log(
         fig, ax = plt.subplots(figsize=(6, 4))
         ax.plot(*auc, marker="o", color="C0", label="disc_auc")
         ax.axhline(0.5, color="grey", linestyle=":", label="chance (0.5)")
-        ax.set_ylim(0.0, 1.0)
+        entropy = _series(log_history, "eval_disc_attention_entropy")
+        if entropy[0]:
+            ax.plot(*entropy, marker="s", linestyle="--", color="C1", label="attention entropy (1 = uniform)")
+        ax.set_ylim(0.0, 1.03 if entropy[0] else 1.0)  # room for the entropy's points at 1.0
         ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
         ax.set_xlabel("optimizer step")
-        ax.set_ylabel("ROC AUC (replaced = positive)")
-        ax.set_title(f"Discriminator: held-out replaced token detection AUC{suffix}", fontsize=9)
+        ax.set_ylabel("ROC AUC (replaced = positive)" + (" / normalised entropy" if entropy[0] else ""))
+        title = "replaced token detection AUC" + (" and attention entropy" if entropy[0] else "")
+        ax.set_title(f"Discriminator: held-out {title}{suffix}", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
         written.append(save_figure(fig, output_dir / "disc_auc.png"))

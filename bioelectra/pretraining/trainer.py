@@ -12,6 +12,7 @@ from typing import Any
 import torch
 from transformers import ProgressCallback, Trainer, TrainerCallback, TrainingArguments
 
+from bioelectra.diagnostics import ATTENTION_PROBE_EXAMPLES, pretraining_attention_report
 from bioelectra.optimization import ElectraAdamW, decay_parameter_groups, electra_lr_scheduler
 from bioelectra.pretraining.metrics import pretraining_metrics
 from bioelectra.pretraining.settings import PretrainingHparams
@@ -207,10 +208,27 @@ class ElectraPretrainer(Trainer):
             self._created_lr_scheduler = True
         return self.lr_scheduler
 
+    def _attention_entropy(self, dataset) -> dict[str, float]:
+        """``disc_attention_entropy`` / ``gen_attention_entropy``: the mean normalised attention entropy
+        (:mod:`bioelectra.diagnostics`) of each encoder on the first :data:`ATTENTION_PROBE_EXAMPLES`
+        examples of ``dataset``, unmasked; 1.0 is uniform attention, as at initialisation. Empty without a
+        dataset or a collator that pads."""
+        pad = getattr(self.data_collator, "pad", None)
+        if dataset is None or pad is None or len(dataset) == 0:
+            return {}
+        examples = [dataset[i] for i in range(min(ATTENTION_PROBE_EXAMPLES, len(dataset)))]
+        batch = {k: v.to(self.args.device) for k, v in pad(examples).items()}
+        report = pretraining_attention_report(self.accelerator.unwrap_model(self.model), batch)
+        return {
+            "disc_attention_entropy": report["discriminator"]["attention_entropy"],
+            "gen_attention_entropy": report["generator"]["attention_entropy"],
+        }
+
     def evaluate(
         self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval"
     ) -> dict[str, float]:
-        """The original pre-training metrics (:func:`pretraining_metrics`) on ``num_eval_steps`` batches.
+        """The original pre-training metrics (:func:`pretraining_metrics`) on ``num_eval_steps`` batches,
+        and the attention entropy of both encoders (:meth:`_attention_entropy`).
 
         Masking and sampling use a generator seeded with ``hparams.seed``, inside a forked RNG, so the
         same checkpoint always gets the same metrics and the training's random stream is untouched.
@@ -230,6 +248,7 @@ class ElectraPretrainer(Trainer):
                 autocast=self.autocast_smart_context_manager(),
                 accelerator=self.accelerator,
             )
+            raw.update(self._attention_entropy(eval_dataset if eval_dataset is not None else self.eval_dataset))
         if was_training:
             self.model.train()
         metrics = {f"{metric_key_prefix}_{k}": v for k, v in raw.items()}

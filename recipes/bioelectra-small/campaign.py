@@ -310,7 +310,8 @@ def cmd_poll(args) -> None:
     for record in progress["last_logs"]:
         print(json.dumps(record))
     for record in progress["evals"]:
-        keep = ("eval_step", "eval_masked_lm_accuracy", "eval_disc_auc", "eval_disc_recall", "eval_disc_precision", "eval_disc_loss")
+        keep = ("eval_step", "eval_masked_lm_accuracy", "eval_disc_auc", "eval_disc_recall", "eval_disc_precision",
+                "eval_disc_loss", "eval_disc_attention_entropy")  # fmt: skip
         print("eval", json.dumps({k: record[k] for k in keep if k in record}))
     print("done" if progress["done"] else "running", json.dumps(progress["done"]))
     if progress["done"] and progress["done"].get("returncode"):
