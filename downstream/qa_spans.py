@@ -66,15 +66,6 @@ class QaFeatures:
         return row
 
 
-def _truncate_question(question: str, tokenizer, max_query_length: int) -> str:
-    """The question cut after its ``max_query_length``-th token (``run_squad.py`` keeps the first tokens)."""
-    encoded = tokenizer(question, add_special_tokens=False, return_offsets_mapping=True)
-    offsets = encoded["offset_mapping"]
-    if len(offsets) <= max_query_length:
-        return question
-    return question[: offsets[max_query_length - 1][1]]
-
-
 def answer_token_span(offsets: Sequence[tuple[int, int] | None], start_char: int, end_char: int) -> tuple[int, int]:
     """``(start, end)`` token indices of the characters ``[start_char, end_char)`` in one window, or ``(0, 0)``
     when the window's context does not hold them all. ``offsets``: per token, context characters or ``None``."""
@@ -186,7 +177,7 @@ def encode_qa_features(
     template = PairTemplate.of(tokenizer)
     features = QaFeatures()
     for index, example in enumerate(examples):
-        question = tokenizer(_truncate_question(example.question, tokenizer, max_query_length), add_special_tokens=False)["input_ids"]
+        question = tokenizer(example.question, add_special_tokens=False)["input_ids"][:max_query_length]  # run_squad.py's query_tokens
         budget = max_seq_length - len(question) - template.num_special  # context tokens per window
         if budget < 1:
             raise ValueError(f"example {example.id!r}: a {len(question)}-token question leaves no context room in max_seq_length={max_seq_length}")
