@@ -84,16 +84,21 @@ def summarize_attention_entropy(per_layer: list[float]) -> dict[str, Any]:
     }
 
 
-def pretraining_attention_report(model: Any, batch: dict[str, torch.Tensor]) -> dict[str, dict[str, Any]]:
-    """:func:`summarize_attention_entropy` of both encoders of an ``ElectraPretrainingModel`` on one clean
-    (unmasked) padded batch: ``{"discriminator": {...}, "generator": {...}}``. The model is put in eval
-    mode (no dropout) and left there.
+def pretraining_attention_report(model: Any, examples: Any, pad: Any, device: torch.device) -> dict[str, dict[str, Any]]:
+    """:func:`summarize_attention_entropy` of both encoders of an ``ElectraPretrainingModel`` on the first
+    :data:`ATTENTION_PROBE_EXAMPLES` of ``examples``, clean (unmasked): ``{"discriminator": {...},
+    "generator": {...}}``. The model is put in eval mode (no dropout) and left there.
 
     Args:
         model: an ``ElectraPretrainingModel`` (its ``discriminator.electra`` and ``generator.electra``).
-        batch: ``input_ids`` / ``attention_mask`` / ``token_type_ids``, each `(batch_size, sequence_length)`,
-            on the model's device.
+        examples: a non-empty indexable dataset of ``{"input_ids", "token_type_ids"}`` rows (the validation
+            examples of ``build-data``).
+        pad: the collator's ``pad`` (rows -> ``input_ids`` / ``attention_mask`` / ``token_type_ids``, each
+            `(batch_size, sequence_length)`).
+        device: the model's device.
     """
+    rows = [examples[i] for i in range(min(ATTENTION_PROBE_EXAMPLES, len(examples)))]
+    batch = {k: v.to(device) for k, v in pad(rows).items()}
     model.eval()
     return {
         name: summarize_attention_entropy(attention_entropy(part.electra, **batch))

@@ -18,6 +18,7 @@ tokenizer files, optimizer / scheduler / RNG state), ``hparams.json`` (resolved)
 ``eval_results.json`` (metrics after the last step).
 """
 
+from bioelectra.diagnostics import ATTENTION_PROBE_EXAMPLES  # noqa: F401
 from bioelectra.pretraining.checkpoints import (  # noqa: F401
     CHECKPOINT_FILES,
     CHECKPOINT_RE,
@@ -42,7 +43,6 @@ from bioelectra.pretraining.inputs import (  # noqa: F401
     make_collator,
 )
 from bioelectra.pretraining.jobs import (  # noqa: F401
-    ATTENTION_PROBE_EXAMPLES,
     EVAL_RESULTS_FILE,
     _attention_report,
     _check_against_data,

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
-from bioelectra.diagnostics import ATTENTION_PROBE_EXAMPLES, pretraining_attention_report
+from bioelectra.diagnostics import pretraining_attention_report
 from bioelectra.hparams import (
     RENAMED,
 )
@@ -365,7 +365,5 @@ def evaluate_checkpoint(
 
 def _attention_report(model: ElectraPretrainingModel, data: PretrainingData, hp: PretrainingHparams, device) -> dict:
     """Normalised attention entropy (:mod:`bioelectra.diagnostics`) of both encoders on the first
-    :data:`ATTENTION_PROBE_EXAMPLES` validation examples, unmasked (what fine-tuning shows them)."""
-    examples = [data.validation[i] for i in range(min(ATTENTION_PROBE_EXAMPLES, len(data.validation)))]
-    batch = make_collator(data.tokenizer, hp).pad(examples)
-    return pretraining_attention_report(model, {k: v.to(device) for k, v in batch.items()})
+    :data:`bioelectra.diagnostics.ATTENTION_PROBE_EXAMPLES` validation examples, unmasked (what fine-tuning shows them)."""
+    return pretraining_attention_report(model, data.validation, make_collator(data.tokenizer, hp).pad, device)

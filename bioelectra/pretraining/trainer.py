@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from transformers import ProgressCallback, Trainer, TrainerCallback, TrainingArguments
 
-from bioelectra.diagnostics import ATTENTION_PROBE_EXAMPLES, pretraining_attention_report
+from bioelectra.diagnostics import pretraining_attention_report
 from bioelectra.optimization import ElectraAdamW, decay_parameter_groups, electra_lr_scheduler
 from bioelectra.pretraining.metrics import pretraining_metrics
 from bioelectra.pretraining.settings import PretrainingHparams
@@ -210,15 +210,13 @@ class ElectraPretrainer(Trainer):
 
     def _attention_entropy(self, dataset) -> dict[str, float]:
         """``disc_attention_entropy`` / ``gen_attention_entropy``: the mean normalised attention entropy
-        (:mod:`bioelectra.diagnostics`) of each encoder on the first :data:`ATTENTION_PROBE_EXAMPLES`
+        (:mod:`bioelectra.diagnostics`) of each encoder on the first :data:`bioelectra.diagnostics.ATTENTION_PROBE_EXAMPLES`
         examples of ``dataset``, unmasked; 1.0 is uniform attention, as at initialisation. Empty without a
         dataset or a collator that pads."""
         pad = getattr(self.data_collator, "pad", None)
         if dataset is None or pad is None or len(dataset) == 0:
             return {}
-        examples = [dataset[i] for i in range(min(ATTENTION_PROBE_EXAMPLES, len(dataset)))]
-        batch = {k: v.to(self.args.device) for k, v in pad(examples).items()}
-        report = pretraining_attention_report(self.accelerator.unwrap_model(self.model), batch)
+        report = pretraining_attention_report(self.accelerator.unwrap_model(self.model), dataset, pad, self.args.device)
         return {
             "disc_attention_entropy": report["discriminator"]["attention_entropy"],
             "gen_attention_entropy": report["generator"]["attention_entropy"],
