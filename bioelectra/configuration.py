@@ -113,6 +113,12 @@ class ElectraPretrainingConfig(PreTrainedConfig):
             ``generator_hidden_size``), used only when ``generator_config`` is not given.
         generator_layers (`float`, defaults to 1.0): generator depth fraction (original
             ``generator_layers``), used only when ``generator_config`` is not given.
+        max_predictions_per_seq (`int`, *optional*): at most this many masked positions per sequence (the
+            original ``max_predictions_per_seq``, ``int((mask_prob + 0.005) * max_seq_length)``, the masking
+            collator's cap; ``pretrain train`` sets it from there). The generator's masked positions are then
+            gathered into this many slots per sequence, so the training step never waits for the device to
+            count them. None: as many slots as the batch's fullest sequence needs (one host
+            synchronisation per forward pass).
         tie_word_embeddings (`bool`, defaults to True): must stay true; transformers 5 applies the
             model's ``_tied_weights_keys`` only when it is.
     """
@@ -134,6 +140,7 @@ class ElectraPretrainingConfig(PreTrainedConfig):
         untied_generator: bool = True,
         generator_hidden_size: float = 0.25,
         generator_layers: float = 1.0,
+        max_predictions_per_seq: int | None = None,
         tie_word_embeddings: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -169,6 +176,11 @@ class ElectraPretrainingConfig(PreTrainedConfig):
             raise ValueError(f"sampling_temperature={sampling_temperature}: expected > 0")
         if not 0.0 < mask_prob < 1.0:
             raise ValueError(f"mask_prob={mask_prob}: expected a fraction in (0, 1)")
+        if max_predictions_per_seq is not None and (
+            isinstance(max_predictions_per_seq, bool) or not isinstance(max_predictions_per_seq, int)
+            or max_predictions_per_seq < 1
+        ):
+            raise ValueError(f"max_predictions_per_seq={max_predictions_per_seq!r}: expected an integer >= 1 or None")
         if not untied_generator_embeddings:
             _require_same_fields(
                 generator_config,
@@ -191,6 +203,7 @@ class ElectraPretrainingConfig(PreTrainedConfig):
         self.untied_generator = untied_generator
         self.generator_hidden_size = generator_hidden_size
         self.generator_layers = generator_layers
+        self.max_predictions_per_seq = max_predictions_per_seq
         kwargs.setdefault("pad_token_id", discriminator_config.pad_token_id)
         super().__init__(tie_word_embeddings=tie_word_embeddings, **kwargs)
 

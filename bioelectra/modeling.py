@@ -111,11 +111,36 @@ def sample_replacements(
     return sample(logits, temperature=temperature, disallow=disallow)
 
 
+def masked_lm_positions(masked: torch.Tensor, num_slots: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The masked positions of each row in a fixed number of slots, the original's layout
+    (``pretrain_helpers.py``: ``masked_lm_positions`` / ``masked_lm_weights``, read with ``gather_positions``).
+
+    Every shape is known before the data is seen, so nothing waits for the device (boolean indexing,
+    ``tensor[masked]``, needs the count of masked positions on the host: one synchronisation each time) and
+    ``torch.compile`` traces the whole step as one graph.
+
+    Args:
+        masked: `(batch_size, length)` bool, True at the masked positions.
+        num_slots: `N`, 1 <= N <= length; every row must have at most ``N`` masked positions.
+
+    Returns:
+        ``(positions, weights)``, both `(batch_size, N)`: ``positions`` (int64) holds each row's masked
+        positions in increasing order, then distinct unmasked positions as filler; ``weights`` (bool) is True
+        in the slots that hold a masked position.
+    """
+    order = torch.argsort((~masked).to(torch.uint8), dim=1, stable=True)  # (B, L): masked first, in order
+    positions = order[:, :num_slots]  # (B, N)
+    return positions, masked.gather(1, positions)  # (B, N), (B, N)
+
+
 @dataclass
 class ElectraPretrainingOutput(ModelOutput):
     r"""Output of :class:`ElectraPretrainingModel`.
 
-    ``M`` is the number of masked positions in the batch (positions whose ``labels`` are not -100).
+    ``N`` is the number of prediction slots per sequence: ``config.max_predictions_per_seq`` (at most the
+    sequence length), or, when that is None, the largest number of masked positions (``labels`` not -100)
+    of a sequence of the batch. Slot ``j`` of row ``b`` holds the masked position
+    ``masked_lm_positions[b, j]`` where ``masked_lm_weights[b, j]``; the other slots are filler.
 
     Args:
         loss (`torch.FloatTensor` of shape `()`): ``gen_weight * mlm_loss + disc_weight * disc_loss``
@@ -124,15 +149,20 @@ class ElectraPretrainingOutput(ModelOutput):
             positions (nats).
         disc_loss (`torch.FloatTensor` of shape `()`): the discriminator's binary cross-entropy, mean over
             the real (``attention_mask == 1``) tokens (nats).
-        gen_logits (`torch.FloatTensor` of shape `(M, vocab_size)`): generator scores at the masked
-            positions, in row-major order of ``masked_positions``.
-        sampled_ids (`torch.LongTensor` of shape `(M,)`): tokens sampled from the generator there.
+        gen_logits (`torch.FloatTensor` of shape `(batch_size, N, vocab_size)`): generator scores in each
+            slot (meaningful where ``masked_lm_weights``).
+        sampled_ids (`torch.LongTensor` of shape `(batch_size, N)`): tokens sampled from the generator in each
+            slot (written into the sequence only where ``masked_lm_weights``).
         disc_logits (`torch.FloatTensor` of shape `(batch_size, sequence_length)`): discriminator scores;
             > 0 means "replaced".
         is_replaced (`torch.LongTensor` of shape `(batch_size, sequence_length)`): RTD labels, 1 where the
             discriminator's input differs from the original token, 0 elsewhere (padding included).
         masked_positions (`torch.BoolTensor` of shape `(batch_size, sequence_length)`): where ``labels`` is
             not -100.
+        masked_lm_positions (`torch.LongTensor` of shape `(batch_size, N)`): the position of each slot
+            (:func:`masked_lm_positions`).
+        masked_lm_weights (`torch.BoolTensor` of shape `(batch_size, N)`): True in the slots holding a masked
+            position.
         disc_input_ids (`torch.LongTensor` of shape `(batch_size, sequence_length)`): the corrupted sequence
             the discriminator saw.
     """
@@ -145,6 +175,8 @@ class ElectraPretrainingOutput(ModelOutput):
     disc_logits: torch.FloatTensor | None = None
     is_replaced: torch.LongTensor | None = None
     masked_positions: torch.BoolTensor | None = None
+    masked_lm_positions: torch.LongTensor | None = None
+    masked_lm_weights: torch.BoolTensor | None = None
     disc_input_ids: torch.LongTensor | None = None
 
 
@@ -157,8 +189,10 @@ class ElectraPretrainingModel(PreTrainedModel):
     output weights). All ties are declared in ``_tied_weights_keys`` so they survive
     ``save_pretrained`` / ``from_pretrained`` (safetensors stores each shared tensor once).
 
-    The generator's hidden states are projected to the vocabulary only at the masked positions (as the
-    original's ``gather_positions``), which saves the ``(batch, length, vocab)`` product.
+    The generator's hidden states are projected to the vocabulary only at the masked positions, gathered
+    into ``N`` slots per sequence as the original's ``gather_positions`` does (:func:`masked_lm_positions`),
+    which saves the ``(batch, length, vocab)`` product. With ``config.max_predictions_per_seq`` set (the
+    masking collator's cap; ``pretrain train`` sets it) no step of the forward pass waits for the device.
     """
 
     config_class = ElectraPretrainingConfig
@@ -248,6 +282,25 @@ class ElectraPretrainingModel(PreTrainedModel):
         )
         return same and out_tied
 
+    def _prediction_slots(self, masked: torch.Tensor) -> int:
+        """`N` for :func:`masked_lm_positions`: ``config.max_predictions_per_seq`` capped at the length (no
+        host synchronisation), else the fullest row's count of masked positions (one synchronisation).
+
+        Raises:
+            RuntimeError: a row has more than ``config.max_predictions_per_seq`` masked positions (on an
+                accelerator, a device-side assertion).
+        """
+        cap = self.config.max_predictions_per_seq
+        if cap is None:
+            return max(1, int(masked.sum(dim=1).max()))
+        num_slots = min(cap, masked.shape[1])
+        torch._assert_async(
+            masked.sum(dim=1).le(num_slots).all(),
+            f"a sequence has more masked positions than max_predictions_per_seq={cap} (config); "
+            "set it to the masking collator's max_predictions_per_seq, or to None",
+        )
+        return num_slots
+
     def forward(
         self,
         input_ids: torch.LongTensor,
@@ -279,27 +332,31 @@ class ElectraPretrainingModel(PreTrainedModel):
 
         cfg = self.config
         masked = labels.ne(-100)  # (B, L)
-        mlm_labels = labels[masked]  # (M,)
+        num_slots = self._prediction_slots(masked)
+        positions, weights = masked_lm_positions(masked, num_slots)  # (B, N), (B, N)
+        mlm_labels = labels.gather(1, positions)  # (B, N), -100 in the filler slots
         # 1. generator: hidden states of the masked sequence, vocabulary scores at the masked positions only
         gen_hidden = self.generator.electra(
             input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
         ).last_hidden_state  # (B, L, H_gen)
-        gen_hidden = gen_hidden[masked]  # (M, H_gen)
+        gen_hidden = gen_hidden.gather(1, positions.unsqueeze(-1).expand(-1, -1, gen_hidden.shape[-1]))  # (B, N, H_gen)
         gen_logits = self.generator.generator_lm_head(
             self.generator.generator_predictions(gen_hidden)
-        )  # (M, V)
-        if mlm_labels.numel() > 0:
-            mlm_loss = F.cross_entropy(gen_logits.float(), mlm_labels)
-        else:
-            mlm_loss = gen_logits.float().sum() * 0.0
+        )  # (B, N, V)
+        # mean over the masked positions (0 when there are none): a sum over the real slots / their count
+        mlm_loss = F.cross_entropy(
+            gen_logits.flatten(0, 1).float(), mlm_labels.flatten(), ignore_index=-100, reduction="sum"
+        ) / weights.sum().clamp(min=1)
         # 2. sample replacements (no gradient flows to the generator through the discrete sample)
         with torch.no_grad():
             sampled_ids = sample_replacements(
-                gen_logits,
+                gen_logits.flatten(0, 1),
                 temperature=cfg.sampling_temperature,
-                disallow=mlm_labels if cfg.disallow_correct else None,
-            )  # (M,)
-            disc_input_ids = input_ids.masked_scatter(masked, sampled_ids.to(input_ids.dtype))  # (B, L)
+                disallow=mlm_labels.flatten().clamp(min=0) if cfg.disallow_correct else None,
+            ).view_as(positions)  # (B, N)
+            # the filler slots write back the token that is there (their positions are distinct, unmasked)
+            replacements = torch.where(weights, sampled_ids.to(input_ids.dtype), input_ids.gather(1, positions))
+            disc_input_ids = input_ids.scatter(1, positions, replacements)  # (B, L)
             original_ids = torch.where(masked, labels, input_ids)  # (B, L)
             is_replaced = (disc_input_ids.ne(original_ids) & real).long()  # (B, L)
         # 3. discriminator on the corrupted sequence, loss over real tokens only
@@ -307,8 +364,8 @@ class ElectraPretrainingModel(PreTrainedModel):
             input_ids=disc_input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
         ).logits  # (B, L)
         disc_loss = F.binary_cross_entropy_with_logits(
-            disc_logits.float()[real], is_replaced[real].float()
-        )  # mean over the real tokens
+            disc_logits.float(), is_replaced.float(), weight=real.float(), reduction="sum"
+        ) / real.sum().clamp(min=1)  # mean over the real tokens
         # 4. the joint objective (paper eq. 1; original run_pretraining.py)
         loss = cfg.gen_weight * mlm_loss + cfg.disc_weight * disc_loss
         return ElectraPretrainingOutput(
@@ -320,6 +377,8 @@ class ElectraPretrainingModel(PreTrainedModel):
             disc_logits=disc_logits,
             is_replaced=is_replaced,
             masked_positions=masked,
+            masked_lm_positions=positions,
+            masked_lm_weights=weights,
             disc_input_ids=disc_input_ids,
         )
 

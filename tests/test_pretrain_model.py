@@ -16,6 +16,7 @@ from bioelectra.modeling import (
     ElectraPretrainingOutput,
     gumbel_sample,
     inverse_cdf_sample,
+    masked_lm_positions,
     sample_replacements,
 )
 from bioelectra.presets import ELECTRA_SIZES, preset_config
@@ -93,9 +94,10 @@ def test_forward_shapes_and_output_type():
     input_ids, attention_mask, labels, _ = masked_batch()
     out = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
     assert isinstance(out, ElectraPretrainingOutput)
-    num_masked = (labels != -100).sum().item()
-    assert out.gen_logits.shape == (num_masked, VOCAB)
-    assert out.sampled_ids.shape == (num_masked,)
+    # without max_predictions_per_seq: as many slots as the fullest row needs (2 here)
+    assert out.gen_logits.shape == (3, 2, VOCAB)
+    assert out.sampled_ids.shape == out.masked_lm_positions.shape == out.masked_lm_weights.shape == (3, 2)
+    assert out.masked_lm_positions.tolist() == [[2, 5]] * 3 and out.masked_lm_weights.all()
     assert out.disc_logits.shape == input_ids.shape
     assert out.is_replaced.shape == input_ids.shape
     assert out.loss.shape == out.mlm_loss.shape == out.disc_loss.shape == ()
@@ -109,7 +111,7 @@ def test_is_replaced_marks_exactly_the_changed_real_tokens():
     input_ids, attention_mask, labels, original = masked_batch()
     out = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
     masked = labels != -100
-    assert torch.equal(out.disc_input_ids[masked], out.sampled_ids)
+    assert torch.equal(out.disc_input_ids[masked], out.sampled_ids[out.masked_lm_weights])
     assert torch.equal(out.disc_input_ids[~masked], input_ids[~masked])
     expected = ((out.disc_input_ids != original) & attention_mask.bool()).long()
     assert torch.equal(out.is_replaced, expected)
@@ -169,7 +171,7 @@ def test_disallow_correct_always_replaces_masked_positions():
     model = tiny_model(disallow_correct=True)
     input_ids, attention_mask, labels, original = masked_batch()
     out = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
-    assert (out.sampled_ids != labels[labels != -100]).all()
+    assert (out.sampled_ids[out.masked_lm_weights] != labels[labels != -100]).all()
     assert (out.is_replaced[labels != -100] == 1).all()
 
 
@@ -185,8 +187,96 @@ def test_loss_is_the_weighted_sum_and_disc_loss_uses_real_tokens_only():
             out.disc_logits[real], out.is_replaced[real].float()
         )
         assert torch.allclose(out.disc_loss, expected_disc)
-        expected_mlm = torch.nn.functional.cross_entropy(out.gen_logits, labels[labels != -100])
+        expected_mlm = torch.nn.functional.cross_entropy(
+            out.gen_logits[out.masked_lm_weights], labels[labels != -100]
+        )
         assert torch.allclose(out.mlm_loss, expected_mlm)
+
+
+def uneven_batch():
+    """Rows with 1, 3 and 0 masked positions (row 0 padded): slots then hold filler."""
+    input_ids, attention_mask, labels, original = masked_batch()
+    labels[0, 5] = -100  # row 0: only position 2
+    labels[1, 8] = original[1, 8]  # row 1: positions 2, 5, 8
+    input_ids[1, 8] = 4
+    labels[2] = -100  # row 2: none
+    input_ids[2] = original[2]
+    return input_ids, attention_mask, labels, original
+
+
+def test_masked_lm_positions_puts_each_rows_masked_positions_first_in_order():
+    masked = torch.tensor([[0, 1, 0, 1, 1, 0], [1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]], dtype=torch.bool)
+    positions, weights = masked_lm_positions(masked, 4)
+    assert positions[0, :3].tolist() == [1, 3, 4] and positions[1, 0] == 0
+    assert weights.tolist() == [[True] * 3 + [False], [True] + [False] * 3, [False] * 4]
+    for row, slots in zip(masked, positions, strict=True):  # filler: distinct, unmasked positions
+        assert len(set(slots.tolist())) == 4
+        assert not row[slots[row[slots].sum() :]].any()
+
+
+def test_fixed_slots_give_the_same_objective_as_the_fullest_row():
+    """max_predictions_per_seq (the collator's cap; here 5 and 3) and None (3 slots, the fullest row's count)
+    differ only in filler slots: the same losses, scores at the masked positions and corrupted sequence.
+    A near-zero temperature makes the samples the generator's argmax, so both draw the same tokens."""
+    input_ids, attention_mask, labels, original = uneven_batch()
+    masked = labels != -100
+    outs = {}
+    for cap in (None, 5, 3):
+        model = tiny_model(max_predictions_per_seq=cap, sampling_temperature=1e-6)
+        outs[cap] = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+    assert outs[None].gen_logits.shape == (3, 3, VOCAB) and outs[5].gen_logits.shape == (3, 5, VOCAB)
+    assert outs[5].masked_lm_weights.sum(dim=1).tolist() == [1, 3, 0]
+    for cap in (5, 3):
+        a, b = outs[None], outs[cap]
+        assert torch.allclose(a.gen_logits[a.masked_lm_weights], b.gen_logits[b.masked_lm_weights], atol=1e-6)
+        for key in ("mlm_loss", "disc_loss", "loss"):
+            assert torch.allclose(getattr(a, key), getattr(b, key), atol=1e-6), key
+        assert torch.equal(a.disc_input_ids, b.disc_input_ids)
+        assert torch.equal(b.disc_input_ids[~masked], input_ids[~masked])  # filler slots wrote nothing
+        assert torch.equal(b.is_replaced, ((b.disc_input_ids != original) & attention_mask.bool()).long())
+    # the losses are the boolean-indexed definitions: mean CE over the masked positions, mean BCE over real tokens
+    out, model = outs[5], tiny_model(max_predictions_per_seq=5)
+    with torch.no_grad():
+        hidden = model.generator.electra(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        logits = model.generator.generator_lm_head(model.generator.generator_predictions(hidden[masked]))
+    assert torch.allclose(out.mlm_loss, torch.nn.functional.cross_entropy(logits, labels[masked]), atol=1e-6)
+    real = attention_mask.bool()
+    expected_disc = torch.nn.functional.binary_cross_entropy_with_logits(
+        out.disc_logits[real], out.is_replaced[real].float()
+    )
+    assert torch.allclose(out.disc_loss, expected_disc, atol=1e-6)
+
+
+def test_no_masked_position_gives_a_zero_mlm_loss():
+    input_ids, attention_mask, _, _ = masked_batch()
+    labels = torch.full_like(input_ids, -100)
+    for cap in (None, 4):
+        out = tiny_model(max_predictions_per_seq=cap)(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+        assert out.mlm_loss.item() == 0.0 and torch.isfinite(out.loss)
+        assert not out.masked_lm_weights.any() and not out.is_replaced.any()
+
+
+def test_more_masked_positions_than_max_predictions_per_seq_raise():
+    input_ids, attention_mask, labels, _ = uneven_batch()  # row 1 has 3
+    model = tiny_model(max_predictions_per_seq=2)
+    with pytest.raises(RuntimeError, match="max_predictions_per_seq=2"):
+        model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+    with pytest.raises(ValueError, match="max_predictions_per_seq"):
+        tiny_config(max_predictions_per_seq=0)
+
+
+def test_fixed_slots_make_the_training_step_one_graph():
+    """With max_predictions_per_seq nothing in the forward pass depends on the data's values for a shape:
+    torch.compile traces it whole (no graph break). Without it, counting the slots breaks the graph."""
+    input_ids, attention_mask, labels, _ = uneven_batch()
+    inputs = dict(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+    torch._dynamo.reset()
+    fixed = torch._dynamo.explain(tiny_model(max_predictions_per_seq=4).train())(**inputs)
+    assert (fixed.graph_count, fixed.graph_break_count) == (1, 0), fixed.break_reasons
+    torch._dynamo.reset()
+    counted = torch._dynamo.explain(tiny_model().train())(**inputs)
+    assert counted.graph_break_count >= 1
+    torch._dynamo.reset()
 
 
 def test_generator_gets_no_gradient_from_the_discriminator_loss():

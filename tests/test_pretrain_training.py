@@ -103,10 +103,13 @@ def test_metrics_on_hand_made_outputs():
 
     labels = torch.tensor([[-100, 5, -100, 7]])
     attention_mask = torch.tensor([[1, 1, 1, 0]])
-    out = SimpleNamespace(
+    out = SimpleNamespace(  # three slots: positions 1 and 3, then position 0 as filler
         masked_positions=labels != -100,
-        gen_logits=torch.tensor([[0.0] * 5 + [10.0, 0.0, 0.0], [0.0] * 8]),  # row 0 predicts 5 (right)
-        sampled_ids=torch.tensor([5, 3]),
+        masked_lm_positions=torch.tensor([[1, 3, 0]]),
+        masked_lm_weights=torch.tensor([[True, True, False]]),
+        # slot 0 predicts 5 (right), slot 1 nothing; the filler's scores and sample must not count
+        gen_logits=torch.tensor([[[0.0] * 5 + [10.0, 0.0, 0.0], [0.0] * 8, [0.0] * 7 + [50.0]]]),
+        sampled_ids=torch.tensor([[5, 3, 7]]),
         disc_logits=torch.tensor([[-2.0, -1.0, 3.0, 9.0]]),  # predictions 0, 0, 1 (pad ignored)
         is_replaced=torch.tensor([[0, 0, 1, 0]]),
     )
@@ -121,7 +124,7 @@ def test_metrics_on_hand_made_outputs():
         torch.tensor([-2.0, -1.0, 3.0]), torch.tensor([0.0, 0.0, 1.0])
     )
     assert m["disc_loss"] == pytest.approx(expected_disc.item(), rel=1e-5)
-    ce = torch.nn.functional.cross_entropy(out.gen_logits, torch.tensor([5, 7]))
+    ce = torch.nn.functional.cross_entropy(out.gen_logits[0, :2], torch.tensor([5, 7]))
     assert m["masked_lm_loss"] == pytest.approx(ce.item(), rel=1e-5)
 
 
@@ -146,6 +149,10 @@ def test_trainer_uses_electras_optimizer_and_schedule(data_dir, tmp_path):
     assert decay_names and not any("LayerNorm" in n or n.endswith("bias") for n in decay_names)
     hp = json.loads((tmp_path / "out" / "hparams.json").read_text())
     assert hp["max_seq_length"] == 32 and hp["model_size"] == "small"
+    # the model's fixed prediction slots are the collator's cap: int((0.15 + 0.005) * 32) = 4
+    assert trainer.model.config.max_predictions_per_seq == trainer.data_collator.max_predictions_per_seq == 4
+    # a nan loss shows in the logs (Trainer's default filter would hide it)
+    assert trainer.args.logging_nan_inf_filter is False
 
 
 def test_logged_loss_is_not_rescaled_under_gradient_accumulation(data_dir, tmp_path):
@@ -373,6 +380,7 @@ def test_init_from_loads_the_given_weights(data_dir, tmp_path):
         assert torch.equal(value, trainer.model.state_dict()[key]), key
     assert trainer.model.embeddings_are_shared()
     assert trainer.model.config.disc_weight == 50.0
+    assert trainer.model.config.max_predictions_per_seq == trainer.data_collator.max_predictions_per_seq
     from bioelectra.training import load_pretraining_model
 
     assert load_pretraining_model(tmp_path / "src", disc_weight=3.0).config.disc_weight == 3.0

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from bioelectra.configuration import ElectraPretrainingConfig
+from bioelectra.masking import max_predictions_per_seq
 from bioelectra.modeling import ElectraPretrainingModel
 from bioelectra.pretraining.settings import PretrainingHparams
 
@@ -41,7 +42,11 @@ def build_model(
 
 
 def _objective_kwargs(hparams: PretrainingHparams) -> dict[str, Any]:
+    """The model's objective settings from resolved ``hparams``; ``max_predictions_per_seq`` is the masking
+    collator's cap (None while ``max_seq_length`` is unresolved)."""
+    cap = None if hparams.max_seq_length is None else max_predictions_per_seq(hparams.mask_prob, hparams.max_seq_length)
     return {
+        "max_predictions_per_seq": cap,
         "mask_prob": hparams.mask_prob,
         "gen_weight": hparams.gen_weight,
         "disc_weight": hparams.disc_weight,

@@ -329,14 +329,12 @@ def evaluate_checkpoint(
     if len(data.validation) == 0:
         raise ValueError(f"{data_dir}: the validation split is empty; nothing to evaluate")
     model = ElectraPretrainingModel.from_pretrained(str(ckpt))
+    collator = make_collator(data.tokenizer, hp, generator=torch.Generator().manual_seed(hp.seed))
+    model.config.max_predictions_per_seq = collator.max_predictions_per_seq  # this evaluation's masking
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(device)
-    gen = torch.Generator().manual_seed(hp.seed)
     loader = torch.utils.data.DataLoader(
-        data.validation,
-        batch_size=hp.per_device_eval_batch_size,
-        shuffle=False,
-        collate_fn=make_collator(data.tokenizer, hp, generator=gen),
+        data.validation, batch_size=hp.per_device_eval_batch_size, shuffle=False, collate_fn=collator
     )
     autocast = (
         torch.autocast("cuda", dtype=torch.bfloat16)

@@ -72,12 +72,14 @@ class _MetricSums:
     labels: list[torch.Tensor] = field(default_factory=list)
 
     def update(self, out: Any, labels: torch.Tensor, attention_mask: torch.Tensor) -> None:
-        mlm_labels = labels[out.masked_positions]  # (M,)
-        gen_logits = out.gen_logits.float()  # (M, V)
+        slots = out.masked_lm_weights  # (B, N): the slots holding a masked position
+        mlm_labels = labels.gather(1, out.masked_lm_positions)[slots]  # (M,)
+        gen_logits = out.gen_logits.float()[slots]  # (M, V)
+        sampled_ids = out.sampled_ids[slots]  # (M,)
         self.masked += mlm_labels.numel()
         self.mlm_correct += (gen_logits.argmax(-1) == mlm_labels).sum().item()
         self.mlm_loss_sum += torch.nn.functional.cross_entropy(gen_logits, mlm_labels, reduction="sum").item()
-        self.sampled_correct += (out.sampled_ids == mlm_labels).sum().item()
+        self.sampled_correct += (sampled_ids == mlm_labels).sum().item()
         real = attention_mask.bool()  # (B, L)
         logits = out.disc_logits.float()[real]  # (T,) real tokens only
         target = out.is_replaced[real].float()  # (T,)

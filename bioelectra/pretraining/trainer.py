@@ -280,6 +280,9 @@ def training_arguments(output_dir: Path, hparams: PretrainingHparams, **extra: A
         max_grad_norm=hparams.max_grad_norm,
         logging_steps=hparams.logging_steps,
         logging_first_step=True,
+        # Trainer's default filter replaces a nan / inf step loss by the running mean in the logs: it hides a
+        # diverging run, and its check (`torch.isnan(loss) or ...`) makes the host wait for the device every step
+        logging_nan_inf_filter=False,
         save_strategy="steps",
         save_steps=hparams.save_steps,
         save_total_limit=hparams.save_total_limit,
@@ -296,5 +299,7 @@ def training_arguments(output_dir: Path, hparams: PretrainingHparams, **extra: A
         ddp_find_unused_parameters=False,
         disable_tqdm=False,
     )
+    if torch.cuda.is_available():  # pinned batches go to the device without the host waiting for the copy
+        kwargs["accelerator_config"] = {"non_blocking": True}
     kwargs.update(extra)
     return TrainingArguments(**kwargs)
