@@ -22,7 +22,8 @@ Examples::
 
 A case's size is ``small``, ``base``, ``large`` or the path of a ``pretrain train --hparams`` JSON file (its
 ``model_size``, default small, with its model options: ``model_hparam_overrides``, ``generator_hidden_size``,
-``untied_generator`` ...). ``--matmul`` measures the device's bf16 matrix rate (an 8192^3 product, median
+``untied_generator`` ...). On CUDA each optimized loop also counts the host
+synchronisations of 3 more steps, and the Python lines that made them (``host_syncs``). ``--matmul`` measures the device's bf16 matrix rate (an 8192^3 product, median
 of 10 after 3 warm-ups, random data) and reports ``mfu_measured`` against it beside ``mfu`` (data-sheet
 peak). ``--profile N`` profiles N optimized steps of the first case with ``torch.profiler`` and reports the
 kernels by device time, grouped (matrix products, attention, optimizer, ...).
@@ -49,7 +50,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bioelectra.configuration import ElectraPretrainingConfig  # noqa: E402
-from bioelectra.masking import ElectraMaskingCollator  # noqa: E402
+from bioelectra.masking import ElectraMaskingCollator, max_predictions_per_seq  # noqa: E402
 from bioelectra.modeling import ElectraPretrainingModel  # noqa: E402
 from bioelectra.optimization import ElectraAdamW, decay_parameter_groups, electra_lr_scheduler  # noqa: E402
 
@@ -157,6 +158,40 @@ def profile_steps(step_fn, steps: int, device: torch.device, top: int = 15) -> d
             g: round(t / steps, 6) for g, t in sorted(groups.items(), key=lambda kv: -kv[1])
         },
         "top_kernels": top_kernels,
+    }
+
+
+def host_syncs(step_fn, steps: int, device: torch.device, top: int = 8) -> dict:
+    """How often ``steps`` calls of ``step_fn`` make the host wait for the device (CUDA only), counted with
+    ``torch.cuda.set_sync_debug_mode("warn")``: each synchronising call (``.item()``, a tensor in an ``if``,
+    boolean indexing, a blocking copy) raises a warning that names the Python line that made it. A known
+    synchronisation (one ``.item()``) is counted first, so a count of 0 means none, not a silent counter.
+    torch says the mode does not see every kind of synchronisation (torch.distributed, torch.sparse)."""
+    import warnings
+    from collections import Counter
+
+    if device.type != "cuda":
+        return {"host_syncs_per_step": None, "why": "counted on CUDA only"}
+    torch.cuda.synchronize(device)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            torch.ones((), device=device).item()  # the calibration: exactly one synchronisation
+            calibration = sum("synchroniz" in str(w.message) for w in caught)
+            caught.clear()
+            for i in range(steps):
+                step_fn(i)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    syncs = [w for w in caught if "synchroniz" in str(w.message)]
+    if calibration != 1:
+        return {"host_syncs_per_step": None, "why": f"the calibration .item() was counted {calibration} times"}
+    where = Counter(f"{Path(w.filename).name}:{w.lineno}" for w in syncs)
+    return {
+        "host_syncs_per_step": round(len(syncs) / steps, 2),
+        "steps": steps,
+        "where": {loc: n for loc, n in where.most_common(top)},
     }
 
 
@@ -278,6 +313,8 @@ def run_loop(
             result["mfu_measured"] = round(flops * steps_per_second / matmul_flops, 4)
     if profile > 0:
         result["profile"] = profile_steps(lambda i: step(warmup + steps + i), profile, device)
+    if optimized and device.type == "cuda":
+        result["host_syncs"] = host_syncs(lambda i: step(warmup + steps + profile + i), 3, device)
     return result
 
 
@@ -342,6 +379,8 @@ def main(argv: list[str] | None = None) -> dict:
         size, seq, *rest = case.rsplit(":", 2) if case.count(":") >= 2 else case.split(":")
         seq_len = int(seq)
         config, model_size = case_config(size, args.vocab_size, seq_len, args.layers)
+        # the collator's cap, as pretrain train sets it: fixed prediction slots, no host synchronisation
+        config.max_predictions_per_seq = max_predictions_per_seq(config.mask_prob, seq_len)
         batch = args.batch_size or (int(rest[0]) if rest else DEFAULT_BATCH[model_size])
         batches = make_batches(4, batch, seq_len, config.discriminator_config.vocab_size, config.mask_prob, args.seed)
         entry = {
