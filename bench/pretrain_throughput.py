@@ -23,7 +23,8 @@ Examples::
 A case's size is ``small``, ``base``, ``large`` or the path of a ``pretrain train --hparams`` JSON file (its
 ``model_size``, default small, with its model options: ``model_hparam_overrides``, ``generator_hidden_size``,
 ``untied_generator`` ...). On CUDA each optimized loop also counts the host
-synchronisations of 3 more steps, and the Python lines that made them (``host_syncs``). ``--matmul`` measures the device's bf16 matrix rate (an 8192^3 product, median
+synchronisations of 3 more steps, and the Python lines that made them (``host_syncs``). ``warmup_seconds`` is the
+wall time of the untimed first steps: with ``--compile``, mostly the compilation. ``--matmul`` measures the device's bf16 matrix rate (an 8192^3 product, median
 of 10 after 3 warm-ups, random data) and reports ``mfu_measured`` against it beside ``mfu`` (data-sheet
 peak). ``--profile N`` profiles N optimized steps of the first case with ``torch.profiler`` and reports the
 kernels by device time, grouped (matrix products, attention, optimizer, ...).
@@ -273,10 +274,12 @@ def run_loop(
         optimizer.zero_grad(set_to_none=True)
         return loss
 
+    start = time.perf_counter()
     for i in range(warmup):
         step(i)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+    warmup_seconds = time.perf_counter() - start  # with torch.compile: mostly the compilation
     start = time.perf_counter()
     for i in range(steps):
         loss = step(warmup + i)
@@ -291,6 +294,7 @@ def run_loop(
         "sequences_per_second": round(steps_per_second * b, 1),
         "tokens_per_second": round(steps_per_second * b * s, 1),
         "step_seconds": round(seconds / steps, 5),
+        "warmup_seconds": round(warmup_seconds, 2),
         "final_loss": round(loss_value, 4),
         "bf16_autocast": use_bf16,
         "attention": config._attn_implementation,

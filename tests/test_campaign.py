@@ -103,15 +103,48 @@ def test_train_hparams_fit_the_minutes(tmp_path):
     hp_file.write_text(json.dumps(TINY))
     bench = {"cases": [{"size": str(hp_file), "optimized": {"steps_per_second": 20.0}}]}
     (tmp_path / "bench.json").write_text(json.dumps(bench))
-    args = type("A", (), dict(hparams=hp_file, work=tmp_path, steps=None, minutes=10.0, speed_margin=0.85, init_from_warmup=500, set=None))
-    hp = c.train_hparams(args)
+    args = type("A", (), dict(hparams=hp_file, work=tmp_path, steps=None, minutes=10.0, speed_margin=0.85, init_from_warmup=500,
+                              set=None, compile="auto", compile_min_speedup=1.2))  # fmt: skip
+    hp = c.train_hparams(args)  # auto, without a compiled bench: eager
     assert hp["max_steps"] == int(20.0 * 0.85 * 600)  # 10,200
     assert hp["max_train_seconds"] == 600.0
-    assert hp["warmup_steps"] == 1000 and "model_size" not in hp
+    assert hp["warmup_steps"] == 1000 and "model_size" not in hp and "torch_compile" not in hp
     args.minutes = 0.5  # 510 steps: the warmup is capped at a tenth of them
     assert c.train_hparams(args)["warmup_steps"] == 51
     (tmp_path / "bench.json").unlink()
     with pytest.raises(SystemExit, match="no measured speed"):
+        c.train_hparams(args)
+
+
+def test_train_compiles_when_the_compiled_bench_shows_the_gain(tmp_path):
+    c = load_campaign()
+    hp_file = tmp_path / "hp.json"
+    hp_file.write_text(json.dumps({**TINY, "max_seq_length": 128, "pad_to_multiple_of": 8}))
+    (tmp_path / "bench.json").write_text(json.dumps({"cases": [{"size": str(hp_file), "optimized": {"steps_per_second": 20.0}}]}))
+
+    def compiled_bench(speedup: float) -> None:
+        case = {"size": str(hp_file), "optimized": {"steps_per_second": 20.0 * speedup, "warmup_seconds": 60.0},
+                "speedup_over_eager": speedup}  # fmt: skip
+        (tmp_path / "bench-compiled.json").write_text(json.dumps({"cases": [case]}))
+
+    args = type("A", (), dict(hparams=hp_file, work=tmp_path, steps=None, minutes=10.0, speed_margin=0.85, init_from_warmup=500,
+                              set=None, compile="auto", compile_min_speedup=1.2))  # fmt: skip
+    compiled_bench(2.5)
+    hp = c.train_hparams(args)
+    # the compiled speed over the minutes less the compilation, every batch at the full length
+    assert hp["torch_compile"] is True and hp["max_steps"] == int(50.0 * 0.85 * (600 - 60))
+    assert hp["pad_to_multiple_of"] == 128 and hp["max_train_seconds"] == 600.0
+    compiled_bench(1.1)  # below --compile-min-speedup: eager, at the eager speed
+    hp = c.train_hparams(args)
+    assert "torch_compile" not in hp and hp["max_steps"] == int(20.0 * 0.85 * 600) and hp["pad_to_multiple_of"] == 8
+    args.compile = "off"
+    compiled_bench(3.0)
+    assert "torch_compile" not in c.train_hparams(args)
+    (tmp_path / "bench-compiled.json").write_text(json.dumps({"error": "compilation failed"}))
+    args.compile = "auto"
+    assert c.compile_decision(args)[0] is False
+    args.compile = "on"  # forced, but no compiled figure to plan the steps with
+    with pytest.raises(SystemExit, match="bench-compiled.json"):
         c.train_hparams(args)
 
 
@@ -155,20 +188,23 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     assert compiled["eager_steps_per_second"] == case["optimized"]["steps_per_second"]
     assert compiled["speedup_over_eager"] > 0
     assert json.loads((out / "bench.json").read_text())["cases"][0]["optimized"]["compiled"] is False
-    failed = campaign("bench", "--work", tmp_path / "other", "--out", tmp_path / "other-out", "--hparams", hparams,
+    failed = campaign("bench", "--work", work, "--out", out, "--hparams", hparams,
                       "--cases", f"{tmp_path / 'missing.json'}:32:4", "--compile", "--quiet")  # fmt: skip
     assert "compiled bench failed" in failed.stdout
-    assert "error" in json.loads((tmp_path / "other-out" / "bench-compiled.json").read_text())
+    after = json.loads((out / "bench-compiled.json").read_text())
+    assert "missing.json" in after["error"] and after["cases"][0] == compiled  # the earlier figure is kept
 
     campaign("data", "--work", work, "--out", out, "--num-processes", "1", "--max-seq-length", "32")
     assert json.loads((out / "build_info.json").read_text())["max_seq_length"] == 32
 
+    # under torch.compile, as --compile auto chooses when the compiled bench shows the gain
     campaign("train", "--work", work, "--out", out, "--hparams", hparams, "--minutes", "5", "--steps", "4",
-             "--check-seconds", "0")  # fmt: skip
+             "--check-seconds", "0", "--compile", "on")  # fmt: skip
     poll = campaign("poll", "--work", work, "--out", out, "--wait", "240")
     assert "done" in poll.stdout and '"returncode": 0' in poll.stdout, poll.stdout
     run_hp = json.loads((work / "run" / "hparams.json").read_text())
     assert run_hp["max_steps"] == 4 and run_hp["max_train_seconds"] == 300.0 and run_hp["warmup_steps"] == 1
+    assert run_hp["torch_compile"] is True and run_hp["pad_to_multiple_of"] == 32  # data's max_seq_length
 
     campaign("collect", "--work", work, "--out", out)
     pieces = sorted(out.glob("results.tar.part-*"))

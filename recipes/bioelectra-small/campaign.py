@@ -10,11 +10,13 @@ Stages (each ``python recipes/bioelectra-small/campaign.py STAGE ...``):
   measured bf16 matmul rate and copy bandwidth) in ``$OUT/env.json``.
 - ``bench`` (device): ``bench/pretrain_throughput.py`` on the three ELECTRA cases and this recipe's model,
   each beside the naive fp32 eager loop, with the profile of the recipe's model: ``$OUT/bench.json``; with
-  ``--compile``, the recipe's model and ELECTRA-Small under ``torch.compile``: ``$OUT/bench-compiled.json``.
+  ``--compile``, the recipe's model (or ``--cases``) under ``torch.compile``, added to
+  ``$OUT/bench-compiled.json``.
 - ``data`` (device): ``pretrain build-data`` over the unpacked text on every core.
 - ``train`` (device): launch ``pretrain train`` in the background (a new session, so it outlives the call)
   with ``max_steps`` from the bench's measured speed and ``--minutes``, and a wall-clock stop
-  (``max_train_seconds``) so the run ends saved inside the lease.
+  (``max_train_seconds``) so the run ends saved inside the lease; ``--compile auto`` trains under
+  ``torch.compile`` when the compiled bench showed it faster.
 - ``poll`` (device): wait (at most ``--wait`` seconds) and print the run's progress and metrics.
 - ``collect`` (device): pre-training metrics, float32 export of generator + discriminator, logs: one tar in
   pieces of at most 15 MiB under ``$OUT`` (``cat results.tar.part-* | tar x`` here).
@@ -154,9 +156,19 @@ def cmd_setup(args) -> None:
 
 def bench_cases(hparams: Path, *, compiled: bool = False) -> str:
     """The bench's cases: the three ELECTRA cases of issue 14 and the recipe's model; compiled, the recipe's
-    model and ELECTRA-Small only (each compilation takes a minute or more of device time)."""
+    model only (the figure ``train --compile auto`` decides on; each compilation takes a minute or more of
+    device time; ``--cases small:128:128`` adds ELECTRA-Small to ``bench-compiled.json`` later)."""
     recipe = f"{hparams}:128:{json.loads(hparams.read_text()).get('per_device_train_batch_size', 128)}"
-    return f"{recipe},small:128:128" if compiled else f"small:128:128,base:128:128,base:512:32,{recipe}"
+    return recipe if compiled else f"small:128:128,base:128:128,base:512:32,{recipe}"
+
+
+def recipe_case(report: dict, hparams: Path) -> dict | None:
+    """The recipe model's case in a bench report when its optimized loop ran, else None."""
+    return next(
+        (c for c in report.get("cases", [])
+         if str(c["size"]).endswith(hparams.name) and "error" not in c.get("optimized", {"error": "absent"})),
+        None,
+    )  # fmt: skip
 
 
 def _same_case(a: dict, b: dict) -> bool:
@@ -171,6 +183,8 @@ def cmd_bench(args) -> None:
     use_site(args.work)
     cases = args.cases or bench_cases(args.hparams, compiled=args.compile)
     name = "bench-compiled.json" if args.compile else "bench.json"
+    # compiled benches add up: a later call's cases join (or replace) the earlier ones in bench-compiled.json
+    previous = read_json(args.work / name, {}) if args.compile else {}
     # the recipe's model first: it is the one profiled
     ordered = sorted(cases.split(","), key=lambda c: 0 if c.startswith(str(args.hparams)) else 1)
     cmd = [sys.executable, REPO / "bench" / "pretrain_throughput.py", "--cases", ",".join(ordered),
@@ -188,7 +202,9 @@ def cmd_bench(args) -> None:
         if not args.compile:
             raise
         log(f"compiled bench failed ({exc}); the eager figures in bench.json stand")
-        write_json(args.out / name, {"error": str(exc)})
+        failed = {**previous, "error": f"{cases}: {exc}"}
+        write_json(args.work / name, failed)
+        write_json(args.out / name, failed)
         return
     report = read_json(args.work / name)
     eager = read_json(args.work / "bench.json", {}) if args.compile else {}
@@ -198,6 +214,9 @@ def cmd_bench(args) -> None:
         if same and "error" not in opt and "error" not in same.get("optimized", {}):
             case["eager_steps_per_second"] = same["optimized"]["steps_per_second"]
             case["speedup_over_eager"] = round(opt["steps_per_second"] / case["eager_steps_per_second"], 3)
+    if args.compile:
+        kept = [c for c in previous.get("cases", []) if not any(_same_case(c, n) for n in report["cases"])]
+        report["cases"] = kept + report["cases"]
     write_json(args.work / name, report)
     args.out.mkdir(parents=True, exist_ok=True)
     shutil.copy2(args.work / name, args.out / name)
@@ -226,26 +245,46 @@ def cmd_data(args) -> None:
     log(f"examples: {json.dumps({k: v for k, v in info.items() if not isinstance(v, dict | list)})}")
 
 
+def compile_decision(args) -> tuple[bool, str]:
+    """Whether ``train`` runs under ``torch.compile`` (``--compile``): ``on`` / ``off`` as said; ``auto`` when
+    ``bench-compiled.json`` shows the recipe's model at least ``--compile-min-speedup`` times its eager speed."""
+    if args.compile in ("on", "off"):
+        return args.compile == "on", f"--compile {args.compile}"
+    case = recipe_case(read_json(args.work / "bench-compiled.json", {}), args.hparams)
+    speedup = None if case is None else case.get("speedup_over_eager")
+    if speedup is None:
+        return False, "eager: no compiled figure of the recipe's model beside an eager one (bench --compile)"
+    if speedup < args.compile_min_speedup:
+        return False, f"eager: compiled is x{speedup} the eager speed, below x{args.compile_min_speedup}"
+    return True, f"compiled: x{speedup} the eager speed"
+
+
 def train_hparams(args) -> dict:
     """The recipe's hparams with ``max_steps`` fitted to ``--minutes`` at the bench's measured speed of the
-    recipe's model (times ``--speed-margin`` for the data path and the Trainer), and the wall-clock stop."""
+    recipe's model (times ``--speed-margin`` for the data path and the Trainer), and the wall-clock stop.
+    Compiled (:func:`compile_decision`): the compiled speed, the minutes less the bench's compilation time
+    (paid again when the run starts), and every batch padded to ``max_seq_length`` so that its shape never
+    changes (a new shape means a new compilation)."""
     hp = json.loads(args.hparams.read_text())
     hp.pop("model_size", None)
+    compiled, why = compile_decision(args)
+    log(f"torch.compile: {why}")
     if args.steps:
         steps, source = args.steps, "--steps"
     else:
-        bench = read_json(args.work / "bench.json")
-        rate = None
-        if bench:
-            rate = next(
-                (c["optimized"].get("steps_per_second") for c in bench["cases"]
-                 if str(c["size"]).endswith(args.hparams.name) and "error" not in c["optimized"]),
-                None,
-            )  # fmt: skip
-        if not rate:
-            raise SystemExit(f"error: no measured speed of {args.hparams.name} in {args.work / 'bench.json'}: run bench, or give --steps")
-        steps, source = int(rate * args.speed_margin * args.minutes * 60), f"bench {rate} steps/s x {args.speed_margin}"
+        report = "bench-compiled.json" if compiled else "bench.json"
+        case = recipe_case(read_json(args.work / report, {}), args.hparams)
+        if case is None:
+            raise SystemExit(f"error: no measured speed of {args.hparams.name} in {args.work / report}: run bench{' --compile' if compiled else ''}, or give --steps")
+        rate = case["optimized"]["steps_per_second"]
+        seconds = args.minutes * 60 - (case["optimized"].get("warmup_seconds", 0.0) if compiled else 0.0)
+        steps, source = int(rate * args.speed_margin * max(seconds, 0.0)), f"{report} {rate} steps/s x {args.speed_margin}"
     hp["max_steps"] = max(1, steps)
+    if compiled:
+        hp["torch_compile"] = True
+        length = hp.get("max_seq_length") or read_json(args.work / "data" / "build_info.json", {}).get("max_seq_length")
+        if length:
+            hp["pad_to_multiple_of"] = int(length)
     hp["warmup_steps"] = min(hp.get("warmup_steps", 0), max(1, steps // 10))
     if args.init_from_warmup is not None and (args.work / "init-from").is_dir():
         hp["warmup_steps"] = args.init_from_warmup
@@ -473,6 +512,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--minutes", type=float, required=True, help="wall-clock training budget")
     p.add_argument("--steps", type=int, default=None, help="max_steps (default: from the bench's measured speed)")
     p.add_argument("--speed-margin", type=float, default=0.85)
+    p.add_argument("--compile", choices=("auto", "on", "off"), default="off",
+                   help="torch.compile the run; auto: when bench-compiled.json shows the gain below")  # fmt: skip
+    p.add_argument("--compile-min-speedup", type=float, default=1.2)
     p.add_argument("--init-from-warmup", type=int, default=500, help="warmup steps when continuing from init-from/")
     p.add_argument("--set", nargs=2, action="append", metavar=("KEY", "JSON"), help="override one hparam")
     p.add_argument("--foreground", action="store_true")
