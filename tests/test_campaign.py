@@ -116,6 +116,17 @@ def test_train_hparams_fit_the_minutes(tmp_path):
         c.train_hparams(args)
 
 
+def test_bench_cases_match_whatever_the_hparams_path_spelling():
+    """A compiled case finds its eager twin when one bench named the recipe relative to the repository and
+    the other by its absolute path (seen in a CPU rehearsal: the speedup came out None)."""
+    c = load_campaign()
+    relative = {"size": "recipes/bioelectra-small/hparams.json", "seq_len": 128, "batch_size": 8}
+    absolute = {**relative, "size": str(REPO_ROOT / "recipes" / "bioelectra-small" / "hparams.json")}
+    assert c._same_case(relative, absolute)
+    assert not c._same_case(relative, {**absolute, "batch_size": 16})
+    assert not c._same_case({**relative, "size": "small"}, {**relative, "size": "base"})
+
+
 def test_train_compiles_when_the_compiled_bench_shows_the_gain(tmp_path):
     c = load_campaign()
     hp_file = tmp_path / "hp.json"

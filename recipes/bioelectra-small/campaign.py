@@ -171,8 +171,14 @@ def recipe_case(report: dict, hparams: Path) -> dict | None:
     )  # fmt: skip
 
 
+def _case_size(size: str) -> str:
+    """A case's size as one spelling: an hparams file by its resolved path (from the repository root, where
+    the stages run), a preset name as it is."""
+    return str((REPO / size).resolve()) if str(size).endswith(".json") else str(size)
+
+
 def _same_case(a: dict, b: dict) -> bool:
-    return (a["size"], a["seq_len"], a["batch_size"]) == (b["size"], b["seq_len"], b["batch_size"])
+    return (_case_size(a["size"]), a["seq_len"], a["batch_size"]) == (_case_size(b["size"]), b["seq_len"], b["batch_size"])
 
 
 def cmd_bench(args) -> None:
