@@ -86,7 +86,8 @@ class PretrainingHparams:
         precision (`str`, "auto"): "auto" (bf16 autocast on a CUDA GPU that supports it, fp32 otherwise),
             "bf16" or "fp32". The original trains in fp32 on TPUs.
         attn_implementation (`str`, "sdpa"): "sdpa" or "eager" attention.
-        torch_compile (`bool`, False): ``torch.compile`` the model (GPU).
+        torch_compile (`bool`, False): ``torch.compile`` the model (GPU). The training step compiles as one
+            graph; ``pad_to_multiple_of`` = ``max_seq_length`` gives every batch one shape, so it compiles once.
         pad_to_multiple_of (`int`, 0): pad batches to a multiple of this (8 suits GPUs); 0: no rounding.
         dataloader_num_workers (`int`, 0): data loading worker processes.
         report_to (`str`, "none"): the Trainer's run-log integrations: ``none``, ``tensorboard`` (event files
