@@ -125,6 +125,10 @@ def test_bench_cases_match_whatever_the_hparams_path_spelling():
     assert c._same_case(relative, absolute)
     assert not c._same_case(relative, {**absolute, "batch_size": 16})
     assert not c._same_case({**relative, "size": "small"}, {**relative, "size": "base"})
+    # the recipe's case is found by the same rule, not by its file name alone
+    report = {"cases": [{**relative, "optimized": {"steps_per_second": 1.0}}]}
+    assert c.recipe_case(report, Path(absolute["size"])) is report["cases"][0]
+    assert c.recipe_case(report, REPO_ROOT / "recipes" / "bioelectra-mini" / "hparams.json") is None
 
 
 def test_train_compiles_when_the_compiled_bench_shows_the_gain(tmp_path):

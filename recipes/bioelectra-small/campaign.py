@@ -162,19 +162,19 @@ def bench_cases(hparams: Path, *, compiled: bool = False) -> str:
     return recipe if compiled else f"small:128:128,base:128:128,base:512:32,{recipe}"
 
 
-def recipe_case(report: dict, hparams: Path) -> dict | None:
-    """The recipe model's case in a bench report when its optimized loop ran, else None."""
-    return next(
-        (c for c in report.get("cases", [])
-         if str(c["size"]).endswith(hparams.name) and "error" not in c.get("optimized", {"error": "absent"})),
-        None,
-    )  # fmt: skip
-
-
 def _case_size(size: str) -> str:
     """A case's size as one spelling: an hparams file by its resolved path (from the repository root, where
     the stages run), a preset name as it is."""
     return str((REPO / size).resolve()) if str(size).endswith(".json") else str(size)
+
+
+def recipe_case(report: dict, hparams: Path) -> dict | None:
+    """The recipe model's case in a bench report when its optimized loop ran, else None."""
+    return next(
+        (c for c in report.get("cases", [])
+         if _case_size(c["size"]) == _case_size(str(hparams)) and "error" not in c.get("optimized", {"error": "absent"})),
+        None,
+    )  # fmt: skip
 
 
 def _same_case(a: dict, b: dict) -> bool:
@@ -192,7 +192,7 @@ def cmd_bench(args) -> None:
     # compiled benches add up: a later call's cases join (or replace) the earlier ones in bench-compiled.json
     previous = read_json(args.work / name, {}) if args.compile else {}
     # the recipe's model first: it is the one profiled
-    ordered = sorted(cases.split(","), key=lambda c: 0 if c.startswith(str(args.hparams)) else 1)
+    ordered = sorted(cases.split(","), key=lambda c: 0 if _case_size(c.split(":")[0]) == _case_size(str(args.hparams)) else 1)
     cmd = [sys.executable, REPO / "bench" / "pretrain_throughput.py", "--cases", ",".join(ordered),
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--matmul", "--profile", str(args.profile),
            "--output", args.work / name]  # fmt: skip
