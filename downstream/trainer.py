@@ -15,6 +15,7 @@ from transformers import Trainer
 
 from bioelectra.optimization import NO_DECAY_NAME_PARTS, ElectraAdamW, electra_lr_scheduler
 from bioelectra.reporting import check_report_to, tensorboard_dir
+from bioelectra.trainer_args import asynchronous_step_arguments
 from downstream.settings import (
     FinetuneSettings,
     check_layerwise_lr_decay,
@@ -254,7 +255,8 @@ def build_trainer(settings: FinetuneSettings, task, tokenizer, *, seed: int, out
 
     Length-grouped training batches (``train_sampling_strategy="group_by_length"``), dynamic padding,
     evaluation in length order, argmax before gathering predictions, one checkpoint kept (the best epoch
-    by ``settings.metric`` on the development set), bf16 on GPUs that support it. With
+    by ``settings.metric`` on the development set), bf16 on GPUs that support it, no per-step wait on the device
+    (:func:`bioelectra.trainer_args.asynchronous_step_arguments`). With
     ``settings.report_to`` naming TensorBoard, its event files go to ``<output_dir>/../tensorboard`` (the
     trial's folder, which outlives the checkpoints).
 
@@ -289,9 +291,9 @@ def build_trainer(settings: FinetuneSettings, task, tokenizer, *, seed: int, out
         data_seed=seed,
         train_sampling_strategy="group_by_length",
         use_cpu=not cuda,
-        dataloader_pin_memory=cuda,
         report_to=check_report_to(settings.report_to),
         **resolve_precision(settings.precision),
+        **asynchronous_step_arguments(cuda),
     )
     dev_evaluator = RecordingEvaluator(task.evaluator("dev"))
     with tensorboard_dir(Path(output_dir).parent / "tensorboard"):  # read when the Trainer makes its callbacks

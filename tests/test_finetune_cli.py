@@ -223,6 +223,49 @@ def test_recorded_best_epoch_dev_scores_equal_a_fresh_evaluation(tmp_path, tiny_
     assert recorded.predictions == recorder.last.predictions
 
 
+def test_a_nan_training_loss_is_not_hidden(tmp_path, tiny_checkpoint):
+    """A diverging fine-tuning run shows: the Trainer's default would swap a nan step loss for the running mean
+    (and wait on the device every step to check it)."""
+    import math
+
+    import torch
+
+    from downstream.checkpoints import load_tokenizer
+    from downstream.tasks import NerTask
+    from downstream.trials import FinetuneSettings, build_trainer
+
+    task = NerTask({"train": FIXTURES / "ner-tiny" / "train.tsv", "dev": FIXTURES / "ner-tiny" / "devel.tsv",
+                    "test": FIXTURES / "ner-tiny" / "test.tsv"})
+    tokenizer = load_tokenizer(str(tiny_checkpoint))
+    task.encode(tokenizer, max_seq_length=16)
+    settings = FinetuneSettings(task="ner", checkpoint=str(tiny_checkpoint), output_dir=tmp_path, num_train_epochs=1,
+                                learning_rate=1e-3, per_device_train_batch_size=2)
+    trainer, _ = build_trainer(settings, task, tokenizer, seed=0, output_dir=tmp_path / "ckpt")
+    compute_loss, calls = trainer.compute_loss, []
+
+    def nan_at_the_second_step(*args, **kwargs):
+        calls.append(1)
+        loss = compute_loss(*args, **kwargs)
+        return loss * torch.tensor(float("nan")) if len(calls) == 2 else loss
+
+    trainer.compute_loss = nan_at_the_second_step
+    trainer.args.load_best_model_at_end = False  # the nan's weights are not a model to load back
+    assert math.isnan(trainer.train().training_loss)
+    assert len(calls) > 2
+
+
+def test_asynchronous_step_arguments_are_accepted_by_the_trainer(tmp_path):
+    """The spelling of the GPU-only settings against the installed transformers (a CPU cannot run them)."""
+    from transformers import TrainingArguments
+
+    from bioelectra.trainer_args import asynchronous_step_arguments
+
+    gpu = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, **asynchronous_step_arguments(True))
+    assert gpu.accelerator_config.non_blocking is True and gpu.logging_nan_inf_filter is False
+    cpu = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, **asynchronous_step_arguments(False))
+    assert cpu.accelerator_config.non_blocking is False and cpu.dataloader_pin_memory is False
+
+
 def test_split_batch_slices_rows_within_the_token_budget():
     import torch
 

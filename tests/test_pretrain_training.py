@@ -2,6 +2,7 @@
 
 import json
 import math
+import time
 
 import pytest
 import torch
@@ -167,6 +168,45 @@ def test_logged_loss_is_not_rescaled_under_gradient_accumulation(data_dir, tmp_p
     assert len(logs) == 2
     for h in logs:
         assert h["loss"] == pytest.approx(h["mlm_loss"] + 50.0 * h["disc_loss"], rel=2e-3)
+
+
+class _SlowCollator:
+    """The real collator, ``seconds`` late per batch: a data loader slower than the model's step."""
+
+    def __init__(self, collator, seconds: float):
+        self.collator, self.seconds = collator, seconds
+
+    def __call__(self, features):
+        time.sleep(self.seconds)
+        return self.collator(features)
+
+    def __getattr__(self, name):
+        return getattr(self.collator, name)
+
+
+class _SlowEvaluation(TrainerCallback):
+    def on_evaluate(self, args, state, control, **kwargs):
+        time.sleep(2.0)
+
+
+def test_training_logs_carry_the_speed_and_the_data_wait(data_dir, tmp_path):
+    """Each training log has the steps per second since the previous one, evaluation time left out, and the
+    share of it spent waiting for batches: here a loader 0.25 s late per batch and a 2 s evaluation."""
+    trainer, _ = prepare_pretraining(
+        data_dir=data_dir,
+        output_dir=tmp_path / "out",
+        hparams=tiny_hparams(max_steps=4, logging_steps=2, eval_steps=2, save_steps=100, num_eval_steps=1),
+        callbacks=[_SlowEvaluation()],
+    )
+    trainer.data_collator = _SlowCollator(trainer.data_collator, 0.25)
+    trainer.train()
+    logs = {h["step"]: h for h in trainer.state.log_history if "loss" in h}
+    assert sorted(logs) == [1, 2, 4]  # logging_first_step, then every 2
+    for step in (2, 4):
+        assert 0.4 < logs[step]["data_wait_fraction"] <= 1.0  # 0.5 s of waiting in a window of about 0.7 s
+    # the window of step 4 follows the 2 s evaluation at step 2: 2 steps in about 0.7 s, not 2.7 s
+    assert logs[4]["steps_per_second"] > 1.25
+    assert not any("steps_per_second" in h for h in trainer.state.log_history if "eval_step" in h)
 
 
 class _Crash(TrainerCallback):

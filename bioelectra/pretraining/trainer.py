@@ -17,6 +17,7 @@ from bioelectra.optimization import ElectraAdamW, decay_parameter_groups, electr
 from bioelectra.pretraining.metrics import pretraining_metrics
 from bioelectra.pretraining.settings import PretrainingHparams
 from bioelectra.reporting import check_report_to
+from bioelectra.trainer_args import asynchronous_step_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -148,6 +149,13 @@ class StepProgressCallback(ProgressCallback):
 class ElectraPretrainer(Trainer):
     """``Trainer`` for :class:`ElectraPretrainingModel`, extended only through its hooks.
 
+    Each training log also carries the speed since the previous one: ``steps_per_second`` (optimizer steps
+    over wall-clock seconds, the time spent in :meth:`evaluate` left out, checkpoint saves kept in) and
+    ``data_wait_fraction`` (the share of those seconds the host spent waiting for the data loader, in
+    [0, 1]). Both end at a logging step, where the Trainer reads the loss from the device, so on a GPU they
+    count the device's work too. A ``data_wait_fraction`` well above 0 means the loader limits the run (more
+    ``dataloader_num_workers``); near 0, the model's step does.
+
     Args:
         hparams: resolved :class:`PretrainingHparams` (optimizer and schedule settings, eval sizes, seed).
         *args, **kwargs: ``Trainer``'s.
@@ -157,7 +165,31 @@ class ElectraPretrainer(Trainer):
         self.hparams = hparams
         self._component_sums: dict[str, float | torch.Tensor] = {"mlm_loss": 0.0, "disc_loss": 0.0}
         self._component_count = 0
+        self._window: dict[str, float] | None = None  # since the last training log: start, step, waits
         super().__init__(*args, **kwargs)
+
+    def get_batch_samples(self, epoch_iterator, num_batches, device):
+        """Trainer's, timed: the host's wait for the next batches (``data_wait_fraction`` in the logs)."""
+        start = time.perf_counter()
+        if self._window is None:
+            self._window = {"start": start, "step": self.state.global_step, "data_wait": 0.0, "eval": 0.0}
+        try:
+            return super().get_batch_samples(epoch_iterator, num_batches, device)
+        finally:
+            self._window["data_wait"] += time.perf_counter() - start
+
+    def _log_speed(self, logs: dict[str, float]) -> None:
+        """Add ``steps_per_second`` and ``data_wait_fraction`` since the previous training log to ``logs``
+        (see the class docstring) and start the next window."""
+        window, now = self._window, time.perf_counter()
+        if window is None:
+            return
+        seconds = now - window["start"] - window["eval"]
+        steps = self.state.global_step - window["step"]
+        if seconds > 0 and steps > 0:
+            logs["steps_per_second"] = round(steps / seconds, 3)
+            logs["data_wait_fraction"] = round(min(window["data_wait"] / seconds, 1.0), 4)
+        self._window = {"start": now, "step": self.state.global_step, "data_wait": 0.0, "eval": 0.0}
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         """``gen_weight * mlm_loss + disc_weight * disc_loss`` (the model computes it); the two parts are
@@ -171,7 +203,8 @@ class ElectraPretrainer(Trainer):
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         """Add the mean generator and discriminator losses since the last log to a training log (averaged
-        over the processes, as the Trainer's ``loss``: every rank logs at the same steps)."""
+        over the processes, as the Trainer's ``loss``: every rank logs at the same steps), and the speed
+        since then (:meth:`_log_speed`)."""
         if "loss" in logs and self._component_count:
             means = torch.stack(
                 [torch.as_tensor(total, dtype=torch.float32, device=self.args.device) for total in self._component_sums.values()]
@@ -182,6 +215,8 @@ class ElectraPretrainer(Trainer):
                 logs[key] = round(value, 4)
             self._component_sums = {k: 0.0 for k in self._component_sums}
             self._component_count = 0
+        if "loss" in logs:
+            self._log_speed(logs)
         super().log(logs, start_time)
 
     def create_optimizer(self, model=None) -> torch.optim.Optimizer:
@@ -231,6 +266,7 @@ class ElectraPretrainer(Trainer):
         Masking and sampling use a generator seeded with ``hparams.seed``, inside a forked RNG, so the
         same checkpoint always gets the same metrics and the training's random stream is untouched.
         """
+        started = time.perf_counter()
         dataloader = self.get_eval_dataloader(eval_dataset)
         devices = [self.args.device] if self.args.device.type == "cuda" else []
         was_training = self.model.training
@@ -253,6 +289,8 @@ class ElectraPretrainer(Trainer):
         metrics[f"{metric_key_prefix}_step"] = self.state.global_step
         self.log(dict(metrics))
         self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
+        if self._window is not None:  # not training time: left out of the next log's steps_per_second
+            self._window["eval"] += time.perf_counter() - started
         return metrics
 
 
@@ -280,9 +318,6 @@ def training_arguments(output_dir: Path, hparams: PretrainingHparams, **extra: A
         max_grad_norm=hparams.max_grad_norm,
         logging_steps=hparams.logging_steps,
         logging_first_step=True,
-        # Trainer's default filter replaces a nan / inf step loss by the running mean in the logs: it hides a
-        # diverging run, and its check (`torch.isnan(loss) or ...`) makes the host wait for the device every step
-        logging_nan_inf_filter=False,
         save_strategy="steps",
         save_steps=hparams.save_steps,
         save_total_limit=hparams.save_total_limit,
@@ -298,8 +333,7 @@ def training_arguments(output_dir: Path, hparams: PretrainingHparams, **extra: A
         report_to=check_report_to(hparams.report_to),
         ddp_find_unused_parameters=False,
         disable_tqdm=False,
+        **asynchronous_step_arguments(torch.cuda.is_available()),
     )
-    if torch.cuda.is_available():  # pinned batches go to the device without the host waiting for the copy
-        kwargs["accelerator_config"] = {"non_blocking": True}
     kwargs.update(extra)
     return TrainingArguments(**kwargs)
