@@ -44,6 +44,7 @@ import platform
 import resource
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import torch
@@ -315,22 +316,60 @@ def run_loop(
             result["mfu"] = round(flops * steps_per_second / peak, 4)
         if matmul_flops:
             result["mfu_measured"] = round(flops * steps_per_second / matmul_flops, 4)
+    # the diagnostics run after the timing: one that fails leaves the figures above standing
     if profile > 0:
-        result["profile"] = profile_steps(lambda i: step(warmup + steps + i), profile, device)
+        result["profile"] = guarded(profile_steps, lambda i: step(warmup + steps + i), profile, device)
     if optimized and device.type == "cuda":
-        result["host_syncs"] = host_syncs(lambda i: step(warmup + steps + profile + i), 3, device)
+        result["host_syncs"] = guarded(host_syncs, lambda i: step(warmup + steps + profile + i), 3, device)
     return result
 
 
 def guarded(fn, *args, **kwargs) -> dict:
-    """``fn(...)``, or ``{"error": ...}`` when the device runs out of memory (e.g. the naive loop's eager
-    attention at sequence 512), so the other cases still report."""
+    """``fn(...)``, or ``{"error": ..., "exception": ...}`` when it raises, so that the other cases (and the
+    figures already taken) still report. Running out of device memory is expected (the naive loop's eager
+    attention at sequence 512, say); any other exception is a failure of the bench: its traceback goes to
+    stderr and :func:`failures` names it, so ``main`` exits with status 1 after the report is written."""
     try:
         return fn(*args, **kwargs)
     except torch.OutOfMemoryError as exc:
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-        return {"error": f"out of memory: {str(exc).splitlines()[0]}"}
+        return {"error": f"out of memory: {str(exc).splitlines()[0]}", "exception": "OutOfMemoryError"}
+    except Exception as exc:  # noqa: BLE001 - recorded in the report and re-raised as the exit status
+        traceback.print_exc(file=sys.stderr)
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        first = (str(exc).splitlines() or [""])[0]
+        return {"error": f"{type(exc).__name__}: {first}", "exception": type(exc).__name__}
+
+
+def failures(report: dict) -> list[str]:
+    """The report's failures: every ``guarded`` result that raised something other than running out of
+    memory, as ``"<where>: <error>"``. Diagnostics that failed (``profile``, ``host_syncs``, the matmul
+    rate) are listed too; running out of memory is a finding, not a failure."""
+    found = []
+
+    def visit(node, where: str) -> None:
+        if isinstance(node, dict):
+            if node.get("exception") not in (None, "OutOfMemoryError"):
+                found.append(f"{where}: {node['error']}")
+            for key, value in node.items():
+                visit(value, f"{where}.{key}" if where else key)
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                visit(value, f"{where}[{i}]")
+
+    visit(report, "")
+    return found
+
+
+def write_report(report: dict, path: Path) -> None:
+    """The report as JSON at ``path``, atomically (a temporary name, then a rename): written after every case,
+    so a bench that dies later keeps the cases it finished."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(report, indent=2) + "\n")
+    tmp.replace(path)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -375,8 +414,12 @@ def main(argv: list[str] | None = None) -> dict:
     }
     matmul_flops = None
     if args.matmul and device.type == "cuda":
-        matmul_flops = measured_matmul_flops(device)
-        report["measured_bf16_matmul_flops"] = round(matmul_flops, -9)
+        rate = guarded(lambda: {"flops": measured_matmul_flops(device)})
+        if "error" in rate:
+            report["measured_bf16_matmul"] = rate
+        else:
+            matmul_flops = rate["flops"]
+            report["measured_bf16_matmul_flops"] = round(matmul_flops, -9)
     for index, case in enumerate(args.cases.split(",")):
         if device.type == "cuda":
             torch.cuda.empty_cache()
@@ -422,12 +465,21 @@ def main(argv: list[str] | None = None) -> dict:
                 entry["speedup"] = round(ratio, 3)
         report["cases"].append(entry)
         print(json.dumps(entry), file=sys.stderr, flush=True)
+        if args.output is not None:
+            write_report(report, args.output)
     print(json.dumps(report, indent=2))
     if args.output is not None:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(report, indent=2) + "\n")
+        write_report(report, args.output)
     return report
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """:func:`main`, then the exit status: 1 when :func:`failures` finds any (each printed), else 0."""
+    failed = failures(main(argv))
+    for failure in failed:
+        print(f"error: {failure}", file=sys.stderr)
+    return 1 if failed else 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(cli())

@@ -3,6 +3,7 @@ with a tiny configuration and a temporary folder standing in for the device's $O
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import random
@@ -161,6 +162,43 @@ def test_train_compiles_when_the_compiled_bench_shows_the_gain(tmp_path):
     args.compile = "on"  # forced, but no compiled figure to plan the steps with
     with pytest.raises(SystemExit, match="bench-compiled.json"):
         c.train_hparams(args)
+
+
+def test_a_bench_that_fails_part_way_keeps_what_it_measured(tmp_path, monkeypatch):
+    """The bench dies after the recipe's case (a later ELECTRA case crashed): that case still reaches $OUT,
+    ``train`` can plan on it, and the failure is written down; the eager bench then exits non-zero, the
+    optional compiled one does not, and it keeps the earlier calls' compiled cases."""
+    c = load_campaign()
+    hp_file = tmp_path / "hp.json"
+    hp_file.write_text(json.dumps(TINY))
+    work, out = tmp_path / "work", tmp_path / "out"
+    work.mkdir()
+    recipe = {"size": str(hp_file), "seq_len": 128, "batch_size": 256, "optimized": {"steps_per_second": 30.0}}
+
+    def bench_dying_after_the_first_case(cmd, **kwargs):
+        output = Path(cmd[cmd.index("--output") + 1])
+        output.write_text(json.dumps({"device": "H100", "cases": [recipe]}))
+        raise SystemExit("error: .../pretrain_throughput.py --cases ... exited with 1")
+
+    monkeypatch.setattr(c, "run", bench_dying_after_the_first_case)
+    args = argparse.Namespace(work=work, out=out, hparams=hp_file, cases=None, steps=20, warmup=5, profile=10,
+                              batch_size=None, layers=None, compile=False, quiet=True)  # fmt: skip
+    with pytest.raises(SystemExit, match="eager bench failed"):
+        c.cmd_bench(args)
+    report = json.loads((out / "bench.json").read_text())
+    assert report["cases"] == [recipe] and "exited with 1" in report["error"]
+    assert not list(work.glob("bench-run.json"))
+    plan = argparse.Namespace(hparams=hp_file, work=work, steps=None, minutes=10.0, speed_margin=0.85,
+                              init_from_warmup=500, set=None, compile="auto", compile_min_speedup=1.2)  # fmt: skip
+    assert c.train_hparams(plan)["max_steps"] == int(30.0 * 0.85 * 600)
+
+    earlier = {"size": "small", "seq_len": 128, "batch_size": 128, "optimized": {"steps_per_second": 50.0}}
+    (work / "bench-compiled.json").write_text(json.dumps({"cases": [earlier]}))
+    args.compile = True
+    c.cmd_bench(args)  # reported, not raised
+    compiled = json.loads((out / "bench-compiled.json").read_text())
+    assert compiled["cases"][0] == earlier and compiled["cases"][1]["speedup_over_eager"] == 1.0
+    assert "exited with 1" in compiled["error"]
 
 
 @pytest.mark.slow

@@ -184,35 +184,39 @@ def _same_case(a: dict, b: dict) -> bool:
 def cmd_bench(args) -> None:
     """``bench/pretrain_throughput.py`` into ``bench.json`` (eager, beside the naive loop), or with
     ``--compile`` into ``bench-compiled.json`` (``torch.compile``, no naive loop; each case's eager figure from
-    ``bench.json`` beside it when that ran first). A failed compiled bench is reported, not raised: it is
-    the optional stage of the campaign."""
+    ``bench.json`` beside it when that ran first). The bench writes its report after every case, so when it
+    fails the cases it finished still reach ``$OUT``, with the failure under ``error``. A failed eager bench
+    then raises (after the copy); a failed compiled bench is reported, not raised: it is the optional stage
+    of the campaign."""
     use_site(args.work)
     cases = args.cases or bench_cases(args.hparams, compiled=args.compile)
     name = "bench-compiled.json" if args.compile else "bench.json"
     # compiled benches add up: a later call's cases join (or replace) the earlier ones in bench-compiled.json
     previous = read_json(args.work / name, {}) if args.compile else {}
-    # the recipe's model first: it is the one profiled
+    fresh = args.work / f"{Path(name).stem}-run.json"  # this run's report alone, however far it got
+    fresh.unlink(missing_ok=True)
+    # the recipe's model first: it is the one profiled, and the one train plans on if a later case fails
     ordered = sorted(cases.split(","), key=lambda c: 0 if _case_size(c.split(":")[0]) == _case_size(str(args.hparams)) else 1)
     cmd = [sys.executable, REPO / "bench" / "pretrain_throughput.py", "--cases", ",".join(ordered),
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--matmul", "--profile", str(args.profile),
-           "--output", args.work / name]  # fmt: skip
+           "--output", fresh]  # fmt: skip
     if args.compile:
         cmd += ["--compile", "--no-baseline"]
     if args.batch_size:
         cmd += ["--batch-size", str(args.batch_size)]
     if args.layers:
         cmd += ["--layers", str(args.layers)]
+    failure = None
     try:
         run(cmd, stdout=subprocess.DEVNULL if args.quiet else None)
     except SystemExit as exc:
-        if not args.compile:
-            raise
-        log(f"compiled bench failed ({exc}); the eager figures in bench.json stand")
-        failed = {**previous, "error": f"{cases}: {exc}"}
-        write_json(args.work / name, failed)
-        write_json(args.out / name, failed)
-        return
-    report = read_json(args.work / name)
+        failure = f"{cases}: {exc}"
+        log(f"{'compiled ' if args.compile else ''}bench failed ({exc}); "
+            + ("the eager figures in bench.json stand" if args.compile else "the cases it finished are kept"))  # fmt: skip
+    report = read_json(fresh, {"cases": []})
+    fresh.unlink(missing_ok=True)
+    if failure is not None:
+        report["error"] = failure
     eager = read_json(args.work / "bench.json", {}) if args.compile else {}
     for case in report["cases"]:
         opt = case.get("optimized", {})
@@ -222,17 +226,20 @@ def cmd_bench(args) -> None:
             case["speedup_over_eager"] = round(opt["steps_per_second"] / case["eager_steps_per_second"], 3)
     if args.compile:
         kept = [c for c in previous.get("cases", []) if not any(_same_case(c, n) for n in report["cases"])]
-        report["cases"] = kept + report["cases"]
+        report = {**previous, **report, "cases": kept + report["cases"]}
+        if failure is None:
+            report.pop("error", None)  # an earlier call's failure, now run again
     write_json(args.work / name, report)
-    args.out.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(args.work / name, args.out / name)
+    write_json(args.out / name, report)
     for case in report["cases"]:
         opt, naive = case.get("optimized", {}), case.get("naive", {})
         versus = (f"vs eager {case.get('eager_steps_per_second')}; x{case.get('speedup_over_eager')}" if args.compile
                   else f"vs naive {naive.get('steps_per_second')}; x{case.get('speedup')}")  # fmt: skip
         log(f"{case['size']} seq {case['seq_len']} batch {case['batch_size']}: "
-            f"{opt.get('steps_per_second')} steps/s ({opt.get('sequences_per_second')} seq/s, mfu "
+            f"{opt.get('steps_per_second', opt.get('error'))} steps/s ({opt.get('sequences_per_second')} seq/s, mfu "
             f"{opt.get('mfu_measured', opt.get('mfu'))}) {versus}")  # fmt: skip
+    if failure is not None and not args.compile:
+        raise SystemExit(f"error: eager bench failed: {failure} (the cases it finished are in {args.out / name})")
 
 
 def cmd_data(args) -> None:
