@@ -7,6 +7,7 @@ import argparse
 import importlib.util
 import json
 import random
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -201,6 +202,87 @@ def test_a_bench_that_fails_part_way_keeps_what_it_measured(tmp_path, monkeypatc
     assert "exited with 1" in compiled["error"]
 
 
+def test_machine_report_records_a_cuda_failure_instead_of_raising(monkeypatch):
+    import torch
+
+    c = load_campaign()
+    assert c.machine_report()["device"] == "cpu" and "cuda_error" not in c.machine_report()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("CUDA error: unknown error")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", broken)
+    report = c.machine_report()
+    assert report["cuda_error"] == "RuntimeError: CUDA error: unknown error" and report["torch"] == torch.__version__
+    assert report["device"] == "cuda"
+
+
+def test_collect_packs_the_export_when_the_evaluation_fails(tmp_path, monkeypatch):
+    c = load_campaign()
+    work, out = tmp_path / "work", tmp_path / "out"
+    (work / "run").mkdir(parents=True)
+    (work / "eval.json").write_text('{"stale": true}')  # an earlier collect's
+
+    def pretrain(cmd, **kwargs):
+        if cmd[2] == "export":
+            (Path(cmd[cmd.index("--output-dir") + 1]) / "discriminator").mkdir(parents=True)
+            (Path(cmd[cmd.index("--output-dir") + 1]) / "discriminator" / "config.json").write_text("{}")
+        else:
+            raise SystemExit("error: pretrain.py eval ... exited with 1")
+
+    monkeypatch.setattr(c, "run", pretrain)
+    c.cmd_collect(argparse.Namespace(work=work, out=out))
+    summary = json.loads((out / "collect.json").read_text())
+    assert "exited with 1" in summary["eval_error"] and summary["eval"] is None
+    (tmp_path / "results.tar").write_bytes(b"".join(p.read_bytes() for p in sorted(out.glob("results.tar.part-*"))))
+    with tarfile.open(tmp_path / "results.tar") as tar:
+        names = tar.getnames()
+    assert "export/discriminator/config.json" in names and "eval.json" not in names
+
+
+def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_results(tmp_path, monkeypatch):
+    """Call 1 measures base-speed before any model exists; call 5 runs the comparisons: base-speed is not
+    measured again, a failed run is recorded and the next one still runs; a later call retries only it."""
+    import bioelectra.presets
+
+    c = load_campaign()
+    monkeypatch.setattr(bioelectra.presets, "build_untrained_twin", lambda model, target, seed: target.mkdir(exist_ok=True))
+    work, out = tmp_path / "work", tmp_path / "out"
+    ran, failing = [], {"ncbi-twin"}
+
+    def finetune(cmd, **kwargs):
+        run_dir = Path(cmd[cmd.index("--output-dir") + 1])
+        ran.append(run_dir.name)
+        if run_dir.name in failing:
+            raise SystemExit("error: finetune.py ... exited with 1")
+        run_dir.mkdir(parents=True)
+        (run_dir / "results.json").write_text(json.dumps({"summary": {"test_f1": {"mean": 0.5}}}))
+
+    monkeypatch.setattr(c, "run", finetune)
+    args = argparse.Namespace(work=work, out=out, hparams=c.HPARAMS, budget_seconds=600.0, trials=1, only=None,
+                              extra="", quiet=True)  # fmt: skip
+    c.cmd_finetune_eval(args)  # no export yet: only base-speed can run
+    assert ran == ["base-speed"]
+    assert json.loads((out / "finetune.json").read_text())["skipped"] == [
+        "ncbi-small", "ncbi-twin", "ncbi-small-bio-electra-protocol", "ncbi-twin-bio-electra-protocol"]  # fmt: skip
+
+    shutil.rmtree(out)  # the device empties $OUT before every call
+    (work / "export" / "discriminator").mkdir(parents=True)
+    ran.clear()
+    with pytest.raises(SystemExit, match="1 fine-tuning run"):
+        c.cmd_finetune_eval(args)
+    assert ran == ["ncbi-small", "ncbi-twin", "ncbi-small-bio-electra-protocol", "ncbi-twin-bio-electra-protocol"]
+    results = json.loads((out / "finetune.json").read_text())
+    assert results["base-speed"]["summary"] and "exited with 1" in results["ncbi-twin"]["error"]
+    assert "summary" not in results["ncbi-twin"] and results["ncbi-twin-bio-electra-protocol"]["summary"]
+
+    ran.clear()
+    failing.clear()
+    c.cmd_finetune_eval(args)
+    assert ran == ["ncbi-twin"] and json.loads((out / "finetune.json").read_text())["ncbi-twin"]["summary"]
+
+
 @pytest.mark.slow
 def test_campaign_dry_run_on_cpu(tmp_path):
     """pack -> setup -> bench (eager, compiled) -> data -> train (background) -> poll -> collect -> finetune-eval."""
@@ -287,5 +369,5 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     campaign("finetune-eval", "--work", work, "--out", out, "--trials", "1", "--only", "ncbi-small",
              "bc5cdr-chem-twin", "--extra=--max-steps 2 --max-train-examples 8", "--quiet")  # fmt: skip
     results = json.loads((out / "finetune.json").read_text())
-    assert set(results) == {"ncbi-small", "bc5cdr-chem-twin"}
+    assert set(results) == {"ncbi-small", "bc5cdr-chem-twin", "skipped"} and results["skipped"] == []
     assert results["ncbi-small"]["summary"] and results["ncbi-small"]["wall_seconds"] > 0

@@ -64,6 +64,9 @@ PIECE_BYTES = 15 * 2**20  # size of a returned tar piece (the device returns fil
 
 
 def machine_report() -> dict:
+    """The machine for ``env.json``: versions, and on CUDA the device, its bf16 matmul rate and copy bandwidth.
+    A measurement that raises is reported under ``cuda_error`` rather than raised, so that ``setup`` still
+    writes ``env.json`` and the stages after it still run (they say for themselves whether the GPU works)."""
     import torch
 
     report = {
@@ -71,7 +74,7 @@ def machine_report() -> dict:
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "cpus": os.cpu_count(),
-        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+        "device": "cpu",
     }
     try:
         import transformers
@@ -79,8 +82,12 @@ def machine_report() -> dict:
         report["transformers"] = transformers.__version__
     except ImportError:
         pass
-    if torch.cuda.is_available():
+    if not torch.cuda.is_available():
+        return report
+    report["device"] = "cuda"  # named below
+    try:
         dev = torch.device("cuda")
+        report["device"] = torch.cuda.get_device_name(dev)
         props = torch.cuda.get_device_properties(dev)
         report["multiprocessors"] = props.multi_processor_count
         report["memory_bytes"] = props.total_memory
@@ -98,6 +105,8 @@ def machine_report() -> dict:
             y.copy_(x)
         torch.cuda.synchronize(dev)
         report["device_copy_bytes_per_second"] = round(2 * 10 * x.numel() / (time.perf_counter() - start), -9)
+    except Exception as exc:  # noqa: BLE001 - reported in env.json
+        report["cuda_error"] = f"{type(exc).__name__}: {exc}"
     return report
 
 
@@ -392,13 +401,23 @@ def tar_pieces(sources: list[tuple[Path, str]], out: Path, name: str) -> list[st
 
 
 def cmd_collect(args) -> None:
+    """The run's newest complete checkpoint exported (float32, both networks), then evaluated, then packed with
+    the logs, metrics and benches into ``results.tar.part-*`` in ``$OUT``. The export comes first and an
+    evaluation that fails is written into ``collect.json`` (``eval_error``) rather than raised: the weights
+    are what the session exists for, and the CPU can evaluate them afterwards."""
     work, out = args.work, args.out
     use_site(work)
     run_dir, export = work / "run", work / "export"
-    run([sys.executable, REPO / "pretrain.py", "eval", "--model-dir", run_dir, "--output", work / "eval.json"])
     if export.exists():
         shutil.rmtree(export)
     run([sys.executable, REPO / "pretrain.py", "export", "--model-dir", run_dir, "--output-dir", export, "--dtype", "float32"])
+    eval_error = None
+    (work / "eval.json").unlink(missing_ok=True)  # an earlier collect's
+    try:
+        run([sys.executable, REPO / "pretrain.py", "eval", "--model-dir", run_dir, "--output", work / "eval.json"])
+    except SystemExit as exc:
+        eval_error = str(exc)
+        log(f"the evaluation failed ({exc}); the export is packed without it")
     state = sorted(run_dir.glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name.split("-")[1]))
     sources = [
         (export, "export"),
@@ -416,6 +435,8 @@ def cmd_collect(args) -> None:
         sources.append((state[-1], "trainer_state.json"))
     pieces = tar_pieces(sources, out, "results")
     summary = {"pieces": pieces, "eval": read_json(work / "eval.json"), "done": read_json(work / "train-done.json")}
+    if eval_error is not None:
+        summary["eval_error"] = eval_error
     write_json(out / "collect.json", summary)
     log(f"{len(pieces)} piece(s) in {out}: cat results.tar.part-* | tar x")
 
@@ -440,6 +461,11 @@ def finetune_queue(args) -> list[dict]:
 
 
 def cmd_finetune_eval(args) -> None:
+    """The comparisons of :func:`finetune_queue`, in its order, while ``--budget-seconds`` last (a run starts
+    only if the previous run's time still fits). The results add up across calls in ``<work>/finetune.json``,
+    copied to ``$OUT`` after every run: a comparison measured in an earlier call (call 1's ``base-speed``)
+    is not run again (delete that file to measure again). A run that fails is recorded with its ``error``
+    and the queue goes on; the stage then exits non-zero."""
     work, out = args.work, args.out
     use_site(work)
     sys.path.insert(0, str(REPO))
@@ -449,34 +475,51 @@ def cmd_finetune_eval(args) -> None:
     if model.is_dir():  # absent before collect: then only the runs that need no pre-trained model can go
         build_untrained_twin(model, work / "twin", seed=0)
     start = time.monotonic()
-    results = read_json(out / "finetune.json", {}) or {}
-    last_seconds = 0.0
+    results = read_json(work / "finetune.json", {}) or {}
+    results["skipped"] = []  # this call's
+
+    def save() -> None:
+        write_json(work / "finetune.json", results)
+        write_json(out / "finetune.json", results)
+
+    last_seconds, failed = 0.0, []
     for item in finetune_queue(args):
-        if args.only and item["name"] not in args.only:
+        name = item["name"]
+        if args.only and name not in args.only:
+            continue
+        if name in results and "error" not in results[name]:
+            log(f"{name}: measured in an earlier call ({results[name]['wall_seconds']} s), kept")
             continue
         if not model.is_dir() and any(a in (model, work / "twin") for a in item["args"]):
-            results.setdefault("skipped", []).append(item["name"])
-            log(f"skipped {item['name']}: no {model} yet (run collect first)")
+            results["skipped"].append(name)
+            log(f"skipped {name}: no {model} yet (run collect first)")
             continue
         spent = time.monotonic() - start
         if spent + max(last_seconds, 1.0) > args.budget_seconds:
-            results.setdefault("skipped", []).append(item["name"])
-            log(f"skipped {item['name']}: {spent:.0f} of {args.budget_seconds} s spent")
+            results["skipped"].append(name)
+            log(f"skipped {name}: {spent:.0f} of {args.budget_seconds} s spent")
             continue
-        run_dir = work / "finetune" / item["name"]
+        run_dir = work / "finetune" / name
         cmd = [sys.executable, REPO / "finetune.py", "--loader", "ner", *item["args"], "--output-dir", run_dir, *shlex.split(args.extra)]
         t0 = time.monotonic()
-        run(cmd, stdout=subprocess.DEVNULL if args.quiet else None)
+        try:
+            run(cmd, stdout=subprocess.DEVNULL if args.quiet else None)
+            error = None
+        except SystemExit as exc:  # recorded; the next comparison still runs
+            error = str(exc)
         last_seconds = time.monotonic() - t0
-        record = read_json(run_dir / "results.json", {})
-        results[item["name"]] = {
-            "command": " ".join(str(c) for c in cmd[2:]),
-            "wall_seconds": round(last_seconds, 1),
-            "summary": record.get("summary"),
-        }
-        write_json(out / "finetune.json", results)
-        log(f"{item['name']}: {last_seconds:.0f} s, summary {json.dumps(record.get('summary'))[:300]}")
-    write_json(out / "finetune.json", results)
+        results[name] = {"command": " ".join(str(c) for c in cmd[2:]), "wall_seconds": round(last_seconds, 1)}
+        if error is None:
+            results[name]["summary"] = read_json(run_dir / "results.json", {}).get("summary")
+            log(f"{name}: {last_seconds:.0f} s, summary {json.dumps(results[name]['summary'])[:300]}")
+        else:
+            results[name]["error"] = error
+            failed.append(name)
+            log(f"{name} failed after {last_seconds:.0f} s ({error}); the next comparison goes on")
+        save()
+    save()
+    if failed:
+        raise SystemExit(f"error: {len(failed)} fine-tuning run(s) failed: {', '.join(failed)} (see finetune.json)")
 
 
 def main(argv: list[str] | None = None) -> None:
