@@ -78,6 +78,20 @@ PLAIN_TEXT_SOURCES = {
     "sumpubmed-bmc": ("sumpubmed-bmc", "sumpubmed_fulltext_*.txt.gz"),
     "medquad": ("medquad", "medquad_answers.txt.gz"),
 }
+#: The folder of the shared corpus that each source is read from. A folder that no source reads is text this
+#: script does not know yet (:func:`unread_folders`): give it a reader here, the way the others were added.
+SOURCE_FOLDERS = {
+    "ohsumed-single-23": "ohsumed-single-23",
+    "ohsumed-first20k-extra": "ohsumed-first20k-extra",
+    "pubmed-abstracts-1mb": "pubmed-abstracts-1mb",
+    "pubmedqa-pqal": "pubmedqa-pqal",
+    "asreview": "asreview-sr-abstracts",
+    "pubmed-uscbiostats": "pubmed-uscbiostats-2020",
+    "craft": "craft-articles",
+    "elife": "elife-articles",
+    "plos": "plos-starter",
+    **{name: folder for name, (folder, _) in PLAIN_TEXT_SOURCES.items()},
+}
 _JATS_SKIP = {"table-wrap", "fig", "ref-list", "supplementary-material", "table", "disp-formula", "fn-group"}
 
 
@@ -161,6 +175,12 @@ def _craft_test_ids(path: Path) -> set[str]:
     return {line.strip() for line in text.splitlines() if line.strip()}
 
 
+def unread_folders(corpus: Path) -> list[str]:
+    """The folders of ``corpus`` that no source of :data:`SOURCE_FOLDERS` reads (new text), sorted."""
+    known = set(SOURCE_FOLDERS.values())
+    return sorted(p.name for p in corpus.iterdir() if p.is_dir() and p.name not in known)
+
+
 def prepare(
     corpus: Path,
     out: Path,
@@ -212,20 +232,20 @@ def prepare(
 
     def write_ohsumed_single(fh) -> None:
         counts["ohsumed-single-23"], excluded["ohsumed-single-23"] = _tar_text_docs(
-            corpus / "ohsumed-single-23/ohsumed_single_23.tar.gz", fh, ohsumed_single
+            corpus / SOURCE_FOLDERS["ohsumed-single-23"] / "ohsumed_single_23.tar.gz", fh, ohsumed_single
         )
 
     def write_ohsumed_extra(fh) -> None:
         counts["ohsumed-first20k-extra"], _ = _tar_text_docs(
-            corpus / "ohsumed-first20k-extra/ohsumed_first20k_extra.tar.gz", fh, lambda n: True
+            corpus / SOURCE_FOLDERS["ohsumed-first20k-extra"] / "ohsumed_first20k_extra.tar.gz", fh, lambda n: True
         )
 
     def write_pubmed_1mb(fh) -> None:
-        text = (corpus / "pubmed-abstracts-1mb/PubMedAbstract_1MB.txt").read_text(encoding="utf-8")
+        text = (corpus / SOURCE_FOLDERS["pubmed-abstracts-1mb"] / "PubMedAbstract_1MB.txt").read_text(encoding="utf-8")
         counts["pubmed-abstracts-1mb"] = sum(_write_doc(fh, [line]) for line in text.splitlines())
 
     def write_pubmedqa(fh) -> None:
-        data = json.loads((corpus / "pubmedqa-pqal/ori_pqal.json").read_text(encoding="utf-8"))
+        data = json.loads((corpus / SOURCE_FOLDERS["pubmedqa-pqal"] / "ori_pqal.json").read_text(encoding="utf-8"))
         counts["pubmedqa-pqal"] = sum(
             _write_doc(fh, [*v["CONTEXTS"], v.get("LONG_ANSWER", "")]) for v in data.values()
         )
@@ -233,7 +253,7 @@ def prepare(
     def write_asreview(fh) -> None:
         seen: set[bytes] = set()
         n = dup = 0
-        for path in sorted((corpus / "asreview-sr-abstracts").rglob("*.csv")):
+        for path in sorted((corpus / SOURCE_FOLDERS["asreview"]).rglob("*.csv")):
             with open(path, encoding="utf-8", newline="") as f:
                 for row in csv.DictReader(f):
                     abstract = row.get("abstract") or row.get("abstracts") or ""
@@ -249,11 +269,11 @@ def prepare(
         counts["asreview_duplicate_abstracts_dropped"] = dup
 
     def write_usc(fh) -> None:
-        with open(corpus / "pubmed-uscbiostats-2020/pubmed.csv", encoding="utf-8", newline="") as f:
+        with open(corpus / SOURCE_FOLDERS["pubmed-uscbiostats"] / "pubmed.csv", encoding="utf-8", newline="") as f:
             counts["pubmed-uscbiostats"] = sum(_write_doc(fh, [row["abstract"]]) for row in csv.DictReader(f))
 
     def write_craft(fh) -> None:
-        craft = corpus / "craft-articles/craft_articles_txt.tar.gz"
+        craft = corpus / SOURCE_FOLDERS["craft"] / "craft_articles_txt.tar.gz"
         test_ids = _craft_test_ids(craft) if exclude_eval_overlap else set()
 
         def craft_member(name: str):
@@ -263,9 +283,9 @@ def prepare(
 
         counts["craft"], excluded["craft-test"] = _tar_text_docs(craft, fh, craft_member)
 
-    def write_jats(name: str, member: str):
+    def write_jats(name: str, archive: str):
         def write(fh) -> None:
-            counts[name] = _jats_docs(corpus / member, fh)
+            counts[name] = _jats_docs(corpus / SOURCE_FOLDERS[name] / archive, fh)
 
         return write
 
@@ -288,8 +308,8 @@ def prepare(
         "asreview": ("asreview.txt", write_asreview),
         "pubmed-uscbiostats": ("pubmed_uscbiostats.txt", write_usc),
         "craft": ("craft.txt", write_craft),
-        "elife": ("elife.txt", write_jats("elife", "elife-articles/elife_articles_xml.tar.xz")),
-        "plos": ("plos.txt", write_jats("plos", "plos-starter/allofplos_starter_corpus_xml.tar.xz")),
+        "elife": ("elife.txt", write_jats("elife", "elife_articles_xml.tar.xz")),
+        "plos": ("plos.txt", write_jats("plos", "allofplos_starter_corpus_xml.tar.xz")),
         **{name: (name.replace("-", "_") + ".txt", write_plain(name)) for name in PLAIN_TEXT_SOURCES},
     }
     for name in SUBSET_SOURCES[subset]:
@@ -347,6 +367,8 @@ def main(argv: list[str] | None = None) -> None:
     except (FileNotFoundError, ValueError) as exc:
         sys.exit(f"error: {exc}")
     print(json.dumps(info, indent=2))
+    for folder in unread_folders(args.corpus):
+        print(f"warning: {args.corpus / folder}: no source reads this folder (add one to SOURCE_FOLDERS)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -241,6 +241,16 @@ def test_collect_packs_the_export_when_the_evaluation_fails(tmp_path, monkeypatc
     assert "export/discriminator/config.json" in names and "eval.json" not in names
 
 
+def test_pack_stops_at_a_corpus_folder_no_source_reads(tmp_path):
+    c = load_campaign()
+    (tmp_path / "corpus" / "pmc-oa-2026").mkdir(parents=True)
+    args = argparse.Namespace(work=tmp_path / "work", dest=tmp_path / "packs", corpus_text=None, corpus=tmp_path / "corpus",
+                              allow_unread_folders=False)  # fmt: skip
+    with pytest.raises(SystemExit, match="no source of recipes/shared_corpus.py reads pmc-oa-2026"):
+        c.cmd_pack(args)
+    assert not args.dest.exists()
+
+
 def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_results(tmp_path, monkeypatch):
     """Call 1 measures base-speed before any model exists; call 5 runs the comparisons: base-speed is not
     measured again, a failed run is recorded and the next one still runs; a later call retries only it."""

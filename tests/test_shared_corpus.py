@@ -69,3 +69,19 @@ def test_all_subset_with_the_section_10_text_and_without_pubmedqa(shared_data, t
     assert docs["ohsumed-single-23"] == 7400 - 13 and info["excluded_for_eval_overlap"]["craft-test"] == 30
     text = (out / "medquad.txt").read_text()
     assert text.count("\n\n") == docs["medquad"] and "\n\n\n" not in text
+
+
+def test_a_corpus_folder_no_source_reads_is_named(tmp_path):
+    """New text in ../shared/data/corpus must not be left out silently (issue 14: all of the corpus)."""
+    assert set(shared_corpus.SUBSET_SOURCES["all"]) == set(shared_corpus.SOURCE_FOLDERS)
+    for folder in shared_corpus.SOURCE_FOLDERS.values():
+        (tmp_path / folder).mkdir(exist_ok=True)
+    (tmp_path / "SOURCES.md").write_text("a file, not a source")
+    assert shared_corpus.unread_folders(tmp_path) == []
+    (tmp_path / "pmc-oa-2026").mkdir()
+    assert shared_corpus.unread_folders(tmp_path) == ["pmc-oa-2026"]
+
+
+@pytest.mark.shared_data
+def test_every_folder_of_the_shared_corpus_has_a_reader(shared_data):
+    assert shared_corpus.unread_folders(shared_data / "corpus") == []

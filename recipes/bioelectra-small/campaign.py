@@ -544,6 +544,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--chunk-bytes", type=int, default=CHUNK_BYTES)
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--no-wheels", dest="wheels", action="store_false")
+    p.add_argument("--allow-unread-folders", action="store_true", help="pack although a corpus folder has no reader")
     p.add_argument("--init-from", type=Path, default=None, help="an export (discriminator/ + generator/) to continue from")
 
     p = stage("setup", cmd_setup, "install wheels, unpack packs, record the machine (device)")

@@ -69,8 +69,16 @@ def cmd_pack(args) -> None:
     else:
         corpus_dir = work / "corpus"
         shared = load_shared_corpus()
+        unread = shared.unread_folders(args.corpus) if args.corpus.is_dir() else []
+        if unread and not args.allow_unread_folders:
+            raise SystemExit(
+                f"error: {args.corpus}: no source of recipes/shared_corpus.py reads {', '.join(unread)}: give each a "
+                "reader there (SOURCE_FOLDERS, SUBSET_SOURCES; issue 14 asks for all the corpus), or pack without "
+                "them with --allow-unread-folders (the manifest lists them)"
+            )
         log(f"corpus: {args.corpus} -> {corpus_dir} (subset all, without the benchmarks {', '.join(shared.BENCHMARK_SOURCES)})")
         info = shared.prepare(args.corpus, corpus_dir, subset="all")
+        info = {**info, "unread_folders": unread}
     log(f"corpus: {json.dumps(info['documents'])}, {info['bytes']:,} bytes of text")
 
     vocab_dir = work / "vocab"
