@@ -347,6 +347,11 @@ def test_campaign_dry_run_on_cpu(tmp_path):
              "--check-seconds", "0", "--compile", "on")  # fmt: skip
     poll = campaign("poll", "--work", work, "--out", out, "--wait", "240")
     assert "done" in poll.stdout and '"returncode": 0' in poll.stdout, poll.stdout
+    # the run's logs as they happened (read from run/log_history.jsonl: the console's copy is wrapped)
+    shown = [json.loads(line) for line in poll.stdout.splitlines() if line.startswith("{")]
+    assert [r["step"] for r in shown] == [2, 3, 4] and all("steps_per_second" in r for r in shown), poll.stdout
+    evals = [json.loads(line[len("eval "):]) for line in poll.stdout.splitlines() if line.startswith("eval ")]
+    assert evals and evals[-1]["step"] == 4 and 0.0 <= evals[-1]["eval_disc_auc"] <= 1.0, poll.stdout
     run_hp = json.loads((work / "run" / "hparams.json").read_text())
     assert run_hp["max_steps"] == 4 and run_hp["max_train_seconds"] == 300.0 and run_hp["warmup_steps"] == 1
     assert run_hp["torch_compile"] is True and run_hp["pad_to_multiple_of"] == 32  # data's max_seq_length

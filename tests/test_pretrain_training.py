@@ -329,6 +329,10 @@ def test_cli_train_eval_export_end_to_end(data_dir, tmp_path):
     )  # logged during training
     losses = [h["loss"] for h in state["log_history"] if "loss" in h]
     assert losses[-1] < losses[0]
+    # the same logs as JSON lines, as they happened, with the final train_runtime record the checkpoint lacks
+    lines = [json.loads(line) for line in (out / "log_history.jsonl").read_text().splitlines()]
+    assert [h for h in lines if "train_runtime" not in h] == state["log_history"]
+    assert lines[-1]["step"] == 8 and lines[-1]["train_runtime"] > 0
 
     result = runner.invoke(pretrain_app, ["eval", "--model-dir", str(out), "--checkpoint", "4"])
     assert result.exit_code == 0, result.output

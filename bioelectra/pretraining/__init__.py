@@ -68,6 +68,7 @@ from bioelectra.pretraining.settings import (  # noqa: F401
     resolve_hparams,
 )
 from bioelectra.pretraining.trainer import (  # noqa: F401
+    LOG_HISTORY_FILE,
     DeadlineCallback,
     ElectraPretrainer,
     LogMetricsCallback,
@@ -120,6 +121,7 @@ __all__ = [
     "resolve_hparams",
     "DeadlineCallback",
     "ElectraPretrainer",
+    "LOG_HISTORY_FILE",
     "LogMetricsCallback",
     "SaveAtEndCallback",
     "StepProgressCallback",

@@ -37,6 +37,7 @@ from bioelectra.pretraining.settings import (
     world_size,
 )
 from bioelectra.pretraining.trainer import (
+    LOG_HISTORY_FILE,
     DeadlineCallback,
     ElectraPretrainer,
     LogMetricsCallback,
@@ -72,7 +73,8 @@ def run_pretraining(
 
     Args:
         data_dir: a ``build-data`` directory (``examples/``, ``tokenizer/``, ``build_info.json``).
-        output_dir: checkpoints, ``hparams.json`` and ``eval_results.json`` go here.
+        output_dir: checkpoints, ``hparams.json``, ``eval_results.json`` and the logs as JSON lines
+            (``log_history.jsonl``, :data:`LOG_HISTORY_FILE`) go here.
         model_size: ``small``, ``base`` or ``large`` (ignored for the architecture with ``init_from``).
         hparams: overrides of :class:`PretrainingHparams` (strict), or resolved hparams.
         init_from: start from these weights (see :func:`load_pretraining_model`) instead of a random
@@ -281,7 +283,7 @@ def prepare_pretraining(
     trainer.remove_callback(PrinterCallback)
     if trainer.pop_callback(ProgressCallback) is not None:
         trainer.add_callback(StepProgressCallback())
-    trainer.add_callback(LogMetricsCallback())
+    trainer.add_callback(LogMetricsCallback(output_dir / LOG_HISTORY_FILE))
     return trainer, resume
 
 

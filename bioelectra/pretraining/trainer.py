@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -129,14 +130,28 @@ def make_optimizer(
     )
 
 
+#: The run's logs, one JSON object per line (``{"step": N, ...the Trainer's log}``), in the output directory:
+#: training logs (``loss``, ``steps_per_second`` ...), evaluations (``eval_*``) and the final ``train_runtime``
+#: record, as they happen. The console's copy is wrapped for reading; this one is for programs (a run being
+#: watched, plots, reports). A resumed run appends: steps redone after the last checkpoint appear twice.
+LOG_HISTORY_FILE = "log_history.jsonl"
+
+
 class LogMetricsCallback(TrainerCallback):
     """Send the Trainer's logs (losses, learning rate, metrics) to this module's logger instead of stdout
-    (replaces ``PrinterCallback``: only the CLI prints)."""
+    (replaces ``PrinterCallback``: only the CLI prints), and append each to ``log_file``
+    (:data:`LOG_HISTORY_FILE`) when one is given. Only the main process logs."""
+
+    def __init__(self, log_file: str | os.PathLike | None = None) -> None:
+        self.log_file = Path(log_file) if log_file is not None else None
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if state.is_world_process_zero and logs:
             shown = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in logs.items()}
             logger.info("step %d: %s", state.global_step, json.dumps(shown))
+            if self.log_file is not None:
+                with open(self.log_file, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps({"step": state.global_step, **logs}) + "\n")
 
 
 class StepProgressCallback(ProgressCallback):

@@ -346,17 +346,20 @@ def cmd_train(args) -> None:
 
 
 def _progress(work: Path, lines: int) -> dict:
-    logfile = work / "train.log"
+    """The run's last ``lines`` training logs and all its evaluations, from the JSON lines the trainer
+    appends to ``run/log_history.jsonl`` (the console log in ``train.log`` is wrapped for reading)."""
     steps, evals = [], []
-    if logfile.is_file():
-        for line in logfile.read_text(errors="replace").splitlines():
-            if "step " in line and ": {" in line:
-                payload = line[line.index(": {") + 2:]
-                try:
-                    record = json.loads(payload)
-                except json.JSONDecodeError:
-                    continue
-                (evals if any(k.startswith("eval_") for k in record) else steps).append(record)
+    history = work / "run" / "log_history.jsonl"
+    if history.is_file():
+        for line in history.read_text(errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:  # a line being written
+                continue
+            if any(k.startswith("eval_") for k in record):
+                evals.append(record)
+            elif "loss" in record:
+                steps.append(record)
     done = read_json(work / "train-done.json")
     return {"done": done, "last_logs": steps[-lines:], "evals": evals}
 
@@ -371,7 +374,7 @@ def cmd_poll(args) -> None:
     for record in progress["last_logs"]:
         print(json.dumps(record))
     for record in progress["evals"]:
-        keep = ("eval_step", "eval_masked_lm_accuracy", "eval_disc_auc", "eval_disc_recall", "eval_disc_precision",
+        keep = ("step", "eval_masked_lm_accuracy", "eval_disc_auc", "eval_disc_recall", "eval_disc_precision",
                 "eval_disc_loss", "eval_disc_attention_entropy")  # fmt: skip
         print("eval", json.dumps({k: record[k] for k in keep if k in record}))
     print("done" if progress["done"] else "running", json.dumps(progress["done"]))
@@ -426,6 +429,7 @@ def cmd_collect(args) -> None:
         (run_dir / "hparams.json", "run-hparams.json"),
         (run_dir / "eval_results.json", "eval_results.json"),
         (work / "train.log", "train.log"),
+        (run_dir / "log_history.jsonl", "log_history.jsonl"),
         (work / "bench.json", "bench.json"),
         (work / "bench-compiled.json", "bench-compiled.json"),
         (work / "manifest.json", "manifest.json"),
