@@ -283,7 +283,9 @@ def blurb_averages(rows: list[dict[str, Any]], models: list[dict[str, str]]) -> 
     return {"datasets": types, "ours": ours, "published": published}
 
 
-def _pm(stats: dict[str, Any]) -> str:
+def format_mean_std(stats: dict[str, Any]) -> str:
+    """A summary statistic (fractions, as :func:`downstream.metrics.summarize` gives it) in percent
+    as ``"47.60 ± 0.58"``; the mean alone when there is no std (one trial), ``"-"`` when there is no mean."""
     if stats.get("mean") is None:
         return "-"
     std = stats.get("std")
@@ -312,8 +314,8 @@ def format_benchmark_markdown(report: dict[str, Any]) -> str:
             for m in models:
                 f = figures.get(m["key"])
                 cells.append(f"{f['value']:.2f}<sup>{marks[f['source']]}</sup>" if f else "")
-            lines.append(f"| {row['dataset']} | {title} | {_pm(row['summary']['dev'].get(metric, {}))} | "
-                         f"{_pm(row['summary']['test'].get(metric, {}))} | " + " | ".join(cells) + " |")  # fmt: skip
+            lines.append(f"| {row['dataset']} | {title} | {format_mean_std(row['summary']['dev'].get(metric, {}))} | "
+                         f"{format_mean_std(row['summary']['test'].get(metric, {}))} | " + " | ".join(cells) + " |")  # fmt: skip
     blurb = report.get("blurb_average") or {}
     if blurb:
         datasets = "; ".join(f"{t}: {', '.join(names)}" for t, names in blurb["datasets"].items())

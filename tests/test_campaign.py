@@ -251,6 +251,67 @@ def test_pack_stops_at_a_corpus_folder_no_source_reads(tmp_path):
     assert not args.dest.exists()
 
 
+def test_report_tables_come_from_the_brought_back_files(tmp_path):
+    c = load_campaign()
+    res = tmp_path / "results"
+    (res / "export" / "discriminator").mkdir(parents=True)
+    files = {
+        "run-hparams.json": {"per_device_train_batch_size": 256, "max_steps": 20000, "learning_rate": 0.001,
+                             "warmup_steps": 1000, "torch_compile": True, "untied_generator": True},
+        "trainer_state.json": {"global_step": 18000},
+        "build_info.json": {"max_seq_length": 128, "counts": {"tokens": 95_000_000, "tokens_in_examples": 95_000_000,
+                                                              "examples": {"train": 781_709, "validation": 7_902}}},
+        "manifest.json": {"corpus": {"bytes": 469_239_479, "documents": {"craft": 67, "asreview": 16_000,
+                                                                        "asreview_duplicate_abstracts_dropped": 2_278}}},
+        "bench.json": {"device": "NVIDIA H100 80GB HBM3"},
+        "export/discriminator/config.json": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+                                             "intermediate_size": 1024, "embedding_size": 128, "vocab_size": 30522},
+    }  # fmt: skip
+    for name, data in files.items():
+        (res / name).write_text(json.dumps(data))
+    history = [
+        {"step": 200, "loss": 30.0, "steps_per_second": 20.0, "data_wait_fraction": 0.01},
+        {"step": 400, "loss": 20.0, "steps_per_second": 24.0, "data_wait_fraction": 0.03},
+        {"step": 2000, "eval_masked_lm_accuracy": 0.31, "eval_disc_auc": 0.861, "eval_disc_precision": 0.7,
+         "eval_disc_recall": 0.2, "eval_disc_attention_entropy": 0.75},
+        {"step": 20000, "train_runtime": 900.0, "total_flos": 1.234e17},
+    ]  # fmt: skip
+    (res / "log_history.jsonl").write_text("".join(json.dumps(h) + "\n" for h in history))
+
+    def run(row, model, test_f1, std=0.01):
+        stats = {"mean": test_f1, "std": std}
+        return {"row": row, "model": model, "command": f"--ckpt {model}", "wall_seconds": 60.0,
+                "summary": {"dev": {"f1": {"mean": test_f1 - 0.02, "std": std}}, "test": {"f1": stats}}}  # fmt: skip
+
+    finetune = {
+        "ncbi-small": run(c.DEFAULTS_ROW.format("NCBI-disease"), "small", 0.70),
+        "ncbi-twin": run(c.DEFAULTS_ROW.format("NCBI-disease"), "twin", 0.45),
+        "ncbi-small-bio-electra-protocol": run(c.BIO_ELECTRA_ROW, "small", 0.72),
+        "base-speed": {"row": c.SPEED_ROW, "model": "base", "command": "--ckpt electra-base", "wall_seconds": 95.4},
+        "skipped": ["bc5cdr-chem-small"],
+    }
+    (res / "finetune.json").write_text(json.dumps(finetune))
+    c.main(["report", "--results", str(res)])
+    report = (res / "report.md").read_text()
+    for line in (
+        "| device | NVIDIA H100 80GB HBM3 |",
+        "| discriminator | hidden 256, 4 layers, 4 heads, FFN 1,024, embeddings 128, vocabulary 30,522 |",
+        "| text | 469,239,479 bytes, 16,067 documents; 95,000,000 tokens in 781,709 training and 7,902 validation "
+        "examples of up to 128 tokens |",
+        "| steps | 20,000 of 20,000 planned, batch 256 |",  # the final record's step
+        "| examples seen | 5,120,000 (6.55 passes over the training examples) |",
+        "| tokens seen (about) | 616,000,000 |",
+        "| wall time of training | 900 s (15.0 min) |",
+        "| speed (median of the training logs) | 24.0 steps/s, data_wait_fraction 0.03 |",
+        "| 2,000 | 0.310 | 0.861 | 0.700 | 0.200 | 0.750 |",
+        "| NCBI-disease, finetune's defaults | 68.00 ± 1.00 | 70.00 ± 1.00 | 43.00 ± 1.00 | 45.00 ± 1.00 | +25.00 / +25.00 |",
+        "| NCBI-disease, Bio-ELECTRA's protocol (10 epochs at 3e-4) | 70.00 ± 1.00 | 72.00 ± 1.00 | - | - | - / - |",
+        "NCBI-disease fine-tuning time, 3 trials x 3 epochs, an ELECTRA-Base-sized model with random weights on "
+        "NVIDIA H100 80GB HBM3: 95 s end to end.",
+    ):  # fmt: skip
+        assert line in report, f"{line}\n---\n{report}"
+
+
 def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_results(tmp_path, monkeypatch):
     """Call 1 measures base-speed before any model exists; call 5 runs the comparisons: base-speed is not
     measured again, a failed run is recorded and the next one still runs; a later call retries only it."""
@@ -386,3 +447,8 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     results = json.loads((out / "finetune.json").read_text())
     assert set(results) == {"ncbi-small", "bc5cdr-chem-twin", "skipped"} and results["skipped"] == []
     assert results["ncbi-small"]["summary"] and results["ncbi-small"]["wall_seconds"] > 0
+
+    # the brought-back figures as tables (here: only ncbi-small and bc5cdr-chem's twin ran)
+    report = campaign("report", "--results", here, "--finetune", out / "finetune.json").stdout
+    assert "| steps | 4 of 4 planned, batch 4 |" in report and "| 4 | " in report, report  # the final evaluation
+    assert "| NCBI-disease, finetune's defaults | " in report and "| BC5CDR-chem, finetune's defaults | - | - | " in report

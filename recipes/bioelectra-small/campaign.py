@@ -58,7 +58,7 @@ from campaign_common import (  # noqa: E402
     use_site,
     write_json,
 )  # fmt: skip
-from campaign_here import cmd_pack, cmd_ship, split_documents, xz_compress  # noqa: E402, F401
+from campaign_here import cmd_pack, cmd_report, cmd_ship, split_documents, xz_compress  # noqa: E402, F401
 
 PIECE_BYTES = 15 * 2**20  # size of a returned tar piece (the device returns files of at most 16 MiB)
 
@@ -445,22 +445,34 @@ def cmd_collect(args) -> None:
     log(f"{len(pieces)} piece(s) in {out}: cat results.tar.part-* | tar x")
 
 
+#: The rows of the fine-tuning comparison (``report`` groups the runs by them).
+DEFAULTS_ROW = "{}, finetune's defaults"
+BIO_ELECTRA_ROW = "NCBI-disease, Bio-ELECTRA's protocol (10 epochs at 3e-4)"
+SPEED_ROW = "NCBI-disease fine-tuning time, 3 trials x 3 epochs"
+DATASET_TITLES = {"ncbi-disease": "NCBI-disease", "bc5cdr-chem": "BC5CDR-chem", "bc5cdr-disease": "BC5CDR-disease"}
+
+
 def finetune_queue(args) -> list[dict]:
-    """The comparisons in order of priority (the first ones matter most if the budget runs out)."""
+    """The comparisons in order of priority (the first ones matter most if the budget runs out). Each run:
+    ``name``, ``args`` (finetune's), ``row`` (what is compared) and ``model`` (``small``, ``twin`` or
+    ``base``: an ELECTRA-Base-sized model with random weights, timed only)."""
     model, twin = args.work / "export" / "discriminator", args.work / "twin"
     ner = args.work / "ner"
     common = ["--trials", str(args.trials)]
+    protocol = ["--epochs", "10", "--learning-rate", "3e-4"]
+    ncbi = DEFAULTS_ROW.format(DATASET_TITLES["ncbi-disease"])
     queue = [
-        {"name": "ncbi-small", "args": ["--dataset", "ncbi-disease", "--ckpt", model, *common]},
-        {"name": "ncbi-twin", "args": ["--dataset", "ncbi-disease", "--ckpt", twin, *common]},
-        {"name": "ncbi-small-bio-electra-protocol", "args": ["--dataset", "ncbi-disease", "--ckpt", model, *common, "--epochs", "10", "--learning-rate", "3e-4"]},
-        {"name": "base-speed", "args": ["--dataset", "ncbi-disease", "--ckpt", "electra-base", *common], "speed": True},
+        {"name": "ncbi-small", "row": ncbi, "model": "small", "args": ["--dataset", "ncbi-disease", "--ckpt", model, *common]},
+        {"name": "ncbi-twin", "row": ncbi, "model": "twin", "args": ["--dataset", "ncbi-disease", "--ckpt", twin, *common]},
+        {"name": "ncbi-small-bio-electra-protocol", "row": BIO_ELECTRA_ROW, "model": "small", "args": ["--dataset", "ncbi-disease", "--ckpt", model, *common, *protocol]},
+        {"name": "base-speed", "row": SPEED_ROW, "model": "base", "args": ["--dataset", "ncbi-disease", "--ckpt", "electra-base", *common], "speed": True},
     ]  # fmt: skip
     for name in NER_SETS:
         for which, ckpt in (("small", model), ("twin", twin)):
             if (ner / name).is_dir():
-                queue.append({"name": f"{name}-{which}", "args": ["--data-dir", ner / name, "--ckpt", ckpt, *common]})
-    queue.append({"name": "ncbi-twin-bio-electra-protocol", "args": ["--dataset", "ncbi-disease", "--ckpt", twin, *common, "--epochs", "10", "--learning-rate", "3e-4"]})  # fmt: skip
+                queue.append({"name": f"{name}-{which}", "row": DEFAULTS_ROW.format(DATASET_TITLES[name]), "model": which,
+                              "args": ["--data-dir", ner / name, "--ckpt", ckpt, *common]})  # fmt: skip
+    queue.append({"name": "ncbi-twin-bio-electra-protocol", "row": BIO_ELECTRA_ROW, "model": "twin", "args": ["--dataset", "ncbi-disease", "--ckpt", twin, *common, *protocol]})  # fmt: skip
     return queue
 
 
@@ -512,7 +524,8 @@ def cmd_finetune_eval(args) -> None:
         except SystemExit as exc:  # recorded; the next comparison still runs
             error = str(exc)
         last_seconds = time.monotonic() - t0
-        results[name] = {"command": " ".join(str(c) for c in cmd[2:]), "wall_seconds": round(last_seconds, 1)}
+        results[name] = {"row": item["row"], "model": item["model"], "command": " ".join(str(c) for c in cmd[2:]),
+                         "wall_seconds": round(last_seconds, 1)}  # fmt: skip
         if error is None:
             results[name]["summary"] = read_json(run_dir / "results.json", {}).get("summary")
             log(f"{name}: {last_seconds:.0f} s, summary {json.dumps(results[name]['summary'])[:300]}")
@@ -598,6 +611,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--export", type=Path, required=True, help="the export/ folder of the results tar")
     p.add_argument("--target", type=Path, default=REPO / "bioelectra" / "assets" / "models" / "bioelectra-small")
     p.add_argument("--max-mib", type=float, default=32.0)
+
+    p = stage("report", cmd_report, "the brought-back figures as Markdown tables: report.md (CPU, here)")
+    p.add_argument("--results", type=Path, required=True, help="the unpacked results tar")
+    p.add_argument("--finetune", type=Path, action="append", default=None,
+                   help="a finetune.json (repeatable, later ones win; default: the one in --results)")  # fmt: skip
 
     args = parser.parse_args(argv)
     args.work = args.work.resolve()

@@ -207,3 +207,114 @@ def cmd_ship(args) -> None:
         shutil.rmtree(target)
     tmp.rename(target)
     log(f"{target}: {size:,} bytes of float16 weights; write or update its model card (README.md)")
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _median(values: list[float]) -> float | None:
+    values = sorted(values)
+    return values[len(values) // 2] if values else None
+
+
+def results_report(results: Path, finetune: dict) -> str:
+    """Markdown tables of a brought-back campaign for the model card and the README: the run, the metrics at
+    each evaluation, the final metrics, and the fine-tuning comparisons (``finetune-eval``'s runs grouped by
+    ``row``). Every figure is read from the files ``collect`` packed (``results``: the unpacked tar) and from
+    ``finetune`` (``finetune.json``, merged); a figure that is not there is shown as ``-``."""
+    sys.path.insert(0, str(REPO))
+    from downstream.benchmark import format_mean_std
+
+    hp = read_json(results / "run-hparams.json", {}) or {}
+    state = read_json(results / "trainer_state.json", {}) or {}
+    build = read_json(results / "build_info.json", {}) or {}
+    manifest = read_json(results / "manifest.json", {}) or {}
+    bench = read_json(results / "bench.json", {}) or {}
+    history = _read_jsonl(results / "log_history.jsonl")
+    config = read_json(results / "export" / "discriminator" / "config.json", {}) or {}
+    final = next((h for h in reversed(history) if "train_runtime" in h), {})
+    training = [h for h in history if "loss" in h and "steps_per_second" in h]
+    evals = [h for h in history if "eval_disc_auc" in h]
+
+    def num(value, fmt: str = ",") -> str:
+        return "-" if value is None else format(value, fmt)
+
+    steps = final.get("step", state.get("global_step"))
+    batch = hp.get("per_device_train_batch_size")
+    counts = build.get("counts", {})
+    examples = counts.get("examples", {})
+    train_examples = examples.get("train")
+    seen = steps * batch if steps is not None and batch else None
+    tokens_per_example = (counts.get("tokens_in_examples") or 0) / max(1, sum(examples.values())) if examples else None
+    runtime = final.get("train_runtime")
+    lines = ["## Pre-training run", "", "| | |", "|---|---|"]
+    rows = [
+        ("device", bench.get("device", "-")),
+        ("discriminator", f"hidden {config.get('hidden_size', '-')}, {config.get('num_hidden_layers', '-')} layers, "
+                          f"{config.get('num_attention_heads', '-')} heads, FFN {num(config.get('intermediate_size'))}, "
+                          f"embeddings {config.get('embedding_size', '-')}, vocabulary {num(config.get('vocab_size'))}"),
+        ("text", f"{num(manifest.get('corpus', {}).get('bytes'))} bytes, "
+                 f"{num(sum(v for k, v in manifest.get('corpus', {}).get('documents', {}).items() if not k.endswith('_dropped')) or None)} documents; "
+                 f"{num(counts.get('tokens'))} tokens in {num(train_examples)} training and "
+                 f"{num(examples.get('validation'))} validation examples of up to {build.get('max_seq_length', '-')} tokens"),
+        ("steps", f"{num(steps)} of {num(hp.get('max_steps'))} planned, batch {num(batch)}"),
+        ("examples seen", f"{num(seen)} ({seen / train_examples:.2f} passes over the training examples)" if seen and train_examples else "-"),
+        ("tokens seen (about)", num(int(round(seen * tokens_per_example, -6))) if seen and tokens_per_example else "-"),
+        ("wall time of training", f"{runtime:,.0f} s ({runtime / 60:.1f} min)" if runtime else "-"),
+        ("training FLOPs (the Trainer's estimate)", num(final.get("total_flos"), ".3g")),
+        ("speed (median of the training logs)", f"{num(_median([h['steps_per_second'] for h in training]))} steps/s, "
+                                                f"data_wait_fraction {num(_median([h.get('data_wait_fraction', 0.0) for h in training]))}"),
+        ("optimisation", f"peak learning rate {hp.get('learning_rate', '-')}, warmup {num(hp.get('warmup_steps'))} steps, "
+                         f"torch.compile {bool(hp.get('torch_compile'))}, untied generator {hp.get('untied_generator', '-')}"),
+    ]  # fmt: skip
+    lines += [f"| {k} | {v} |" for k, v in rows]
+
+    keys = ("eval_masked_lm_accuracy", "eval_disc_auc", "eval_disc_precision", "eval_disc_recall", "eval_disc_attention_entropy")
+    lines += ["", "## Evaluations during the run", "", "| step | " + " | ".join(k.removeprefix("eval_") for k in keys) + " |",
+              "|---:|" + "---:|" * len(keys)]  # fmt: skip
+    lines += [f"| {num(h['step'])} | " + " | ".join(num(h.get(k), ".3f") for k in keys) + " |" for h in evals]
+
+    done = {name: r for name, r in finetune.items() if isinstance(r, dict) and "row" in r}
+    lines += ["", "## Fine-tuning", "", "Entity-level F1 (percent), mean ± std over the trials; the same command for "
+              "bioelectra-small and its untrained twin (only `--ckpt` differs).", "",
+              "| comparison | small dev F1 | small test F1 | twin dev F1 | twin test F1 | gain dev / test |",
+              "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for row in dict.fromkeys(r["row"] for r in done.values()):
+        pair = {r["model"]: r for r in done.values() if r["row"] == row}
+        if set(pair) & {"small", "twin"} != set(pair):
+            continue
+        cells, means = [], {}
+        for model in ("small", "twin"):
+            summary = (pair.get(model) or {}).get("summary") or {}
+            for split in ("dev", "test"):
+                stats = summary.get(split, {}).get("f1", {})
+                cells.append(format_mean_std(stats) if stats else ("failed" if "error" in pair.get(model, {}) else "-"))
+                means[model, split] = stats.get("mean")
+        gain = " / ".join(f"{100 * (means['small', s] - means['twin', s]):+.2f}"
+                          if means.get(("small", s)) is not None and means.get(("twin", s)) is not None else "-"
+                          for s in ("dev", "test"))  # fmt: skip
+        lines.append(f"| {row} | " + " | ".join(cells) + f" | {gain} |")
+    for r in done.values():
+        if r["model"] == "base":
+            lines += ["", f"{r['row']}, an ELECTRA-Base-sized model with random weights on {bench.get('device', '-')}: "
+                      + (f"{r['wall_seconds']:.0f} s end to end." if "error" not in r else f"failed ({r['error']}).")]  # fmt: skip
+    commands = [f"- `{name}`: `finetune {r['command']}`" for name, r in done.items()]
+    lines += ["", "Commands (on the device; paths as there):", "", *commands, ""]
+    return "\n".join(lines)
+
+
+def cmd_report(args) -> None:
+    """``results_report`` of ``--results`` into ``report.md`` there (and printed)."""
+    finetune: dict = {}
+    for path in args.finetune or [args.results / "finetune.json"]:
+        finetune.update({k: v for k, v in (read_json(Path(path), {}) or {}).items() if k != "skipped"})
+    text = results_report(args.results, finetune)
+    target = args.results / "report.md"
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(target)
+    print(text)
+    log(f"written {target}")
