@@ -1,6 +1,7 @@
 """Pre-training jobs: strict hparams, metrics, Trainer hooks, resume, init-from, the CLI end to end."""
 
 import json
+import shutil
 import math
 import time
 
@@ -432,6 +433,27 @@ def test_init_from_loads_the_given_weights(data_dir, tmp_path):
         load_pretraining_model(tmp_path / "src", untied_generator_embeddings=True)
     with pytest.raises(FileNotFoundError, match="discriminator/"):
         load_pretraining_model(tmp_path)
+
+
+@pytest.mark.parametrize("layout", ["joint", "pair"])
+def test_init_from_half_precision_weights_trains_float32_parameters(data_dir, tmp_path, layout):
+    """A bfloat16 export (the campaign's continuation carries one) or a joint model saved in bfloat16 starts
+    training with float32 parameters holding the same values (transformers 5 keeps a saved dtype)."""
+    from bioelectra.training import build_model, export_checkpoint, resolve_hparams
+
+    hp = resolve_hparams("small", tiny_hparams())
+    source = build_model("small", hp, vocab_size=100, pad_token_id=0).to(torch.bfloat16)
+    source.config.dtype = "bfloat16"
+    source.save_pretrained(tmp_path / "joint")
+    if layout == "pair":
+        shutil.copytree(data_dir / "tokenizer", tmp_path / "joint", dirs_exist_ok=True)
+        export_checkpoint(model_dir=tmp_path / "joint", output_dir=tmp_path / "pair", dtype="bfloat16")
+    trainer, _ = prepare_pretraining(
+        data_dir=data_dir, output_dir=tmp_path / "out", hparams=tiny_hparams(), init_from=tmp_path / layout
+    )
+    assert {p.dtype for p in trainer.model.parameters()} == {torch.float32}
+    for key, value in source.state_dict().items():
+        assert torch.equal(value.float(), trainer.model.state_dict()[key]), key
 
 
 def test_empty_validation_split_skips_metrics_in_training_and_fails_eval(tmp_path):

@@ -62,6 +62,10 @@ def load_pretraining_model(path: str | os.PathLike, **config_overrides: Any) -> 
     ``discriminator/`` + ``generator/`` ``save_pretrained`` folders (what :func:`export_checkpoint` and the
     TF converter's ``--export both`` write).
 
+    The weights are loaded in float32 whatever dtype they were saved in (a float16 or bfloat16 export, a
+    shipped model): training keeps float32 parameters (mixed precision computes in bf16 under autocast),
+    and transformers 5 would otherwise keep the saved dtype.
+
     Args:
         path: the directory.
         **config_overrides: objective settings (``disc_weight``, ``mask_prob`` ...) to set on the result.
@@ -79,7 +83,7 @@ def load_pretraining_model(path: str | os.PathLike, **config_overrides: Any) -> 
         config_file.is_file()
         and json.loads(config_file.read_text())["model_type"] == ElectraPretrainingConfig.model_type
     ):
-        model = ElectraPretrainingModel.from_pretrained(str(path))
+        model = ElectraPretrainingModel.from_pretrained(str(path), dtype=torch.float32)
         for layout in ("untied_generator_embeddings", "untied_generator"):
             saved = getattr(model.config, layout)
             wanted = config_overrides.pop(layout, saved)
@@ -92,8 +96,8 @@ def load_pretraining_model(path: str | os.PathLike, **config_overrides: Any) -> 
             setattr(model.config, key, value)
         return model
     if (path / "discriminator").is_dir() and (path / "generator").is_dir():
-        discriminator = ElectraForPreTraining.from_pretrained(str(path / "discriminator"))
-        generator = ElectraForMaskedLM.from_pretrained(str(path / "generator"))
+        discriminator = ElectraForPreTraining.from_pretrained(str(path / "discriminator"), dtype=torch.float32)
+        generator = ElectraForMaskedLM.from_pretrained(str(path / "generator"), dtype=torch.float32)
         return ElectraPretrainingModel.from_pair(discriminator, generator, **config_overrides)
     raise FileNotFoundError(
         f"{path}: expected an ElectraPretrainingModel save directory (config.json with model_type "
