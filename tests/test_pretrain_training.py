@@ -1,8 +1,8 @@
 """Pre-training jobs: strict hparams, metrics, Trainer hooks, resume, init-from, the CLI end to end."""
 
 import json
-import shutil
 import math
+import shutil
 import time
 
 import pytest
