@@ -312,6 +312,19 @@ def test_report_tables_come_from_the_brought_back_files(tmp_path):
         assert line in report, f"{line}\n---\n{report}"
 
 
+def test_packs_leave_room_for_the_checkout_that_travels_with_them(tmp_path):
+    """A call carries the working tree (tracked and untracked-not-ignored files) and the packs in 64 MiB."""
+    c = load_campaign()
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("ignored.bin\n")
+    (tmp_path / "tracked.bin").write_bytes(b"x" * 3000)
+    (tmp_path / "untracked.bin").write_bytes(b"y" * 500)
+    (tmp_path / "ignored.bin").write_bytes(b"z" * 100_000)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "tracked.bin"], check=True)
+    assert c.travelling_bytes(tmp_path) == 3000 + 500 + len("ignored.bin\n")
+    assert c.travelling_bytes(REPO_ROOT) > 2**20  # this checkout: the code and the shipped model
+
+
 def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_results(tmp_path, monkeypatch):
     """Call 1 measures base-speed before any model exists; call 5 runs the comparisons: base-speed is not
     measured again, a failed run is recorded and the next one still runs; a later call retries only it."""
@@ -452,3 +465,23 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     report = campaign("report", "--results", here, "--finetune", out / "finetune.json").stdout
     assert "| steps | 4 of 4 planned, batch 4 |" in report and "| 4 | " in report, report  # the final evaluation
     assert "| NCBI-disease, finetune's defaults | " in report and "| BC5CDR-chem, finetune's defaults | - | - | " in report
+
+    # a later session continues from the brought-back export: packed in bfloat16, with the export's own
+    # vocabulary (a new build-vocab run need not give the same one), then trained with a fresh warmup
+    dest2, work2 = tmp_path / "campaign-2", tmp_path / "device-work-2"
+    campaign("pack", "--corpus-text", text, "--ner", tmp_path / "ner", "--work", tmp_path / "here-2", "--dest", dest2,
+             "--no-wheels", "--pack-mib", "1", "--chunk-bytes", "15000", "--threads", "1", "--init-from", here / "export")  # fmt: skip
+    exported_vocab = (here / "export" / "discriminator" / "vocab.txt").read_bytes()
+    assert (dest2 / "pack-1" / "vocab" / "vocab.txt").read_bytes() == exported_vocab
+    for part in ("discriminator", "generator"):
+        packed = dest2 / "pack-1" / "init-from" / part
+        assert (packed / "vocab.txt").read_bytes() == exported_vocab
+        with safe_open(packed / "model.safetensors", "pt") as f:
+            assert {str(f.get_tensor(k).dtype) for k in f.keys()} == {"torch.bfloat16"}
+    campaign("setup", *[a for p in sorted(dest2.glob("pack-*")) for a in ("--pack", p)], "--work", work2, "--out", out)
+    campaign("data", "--work", work2, "--out", out, "--num-processes", "1", "--max-seq-length", "32")
+    campaign("train", "--work", work2, "--out", out, "--hparams", hparams, "--minutes", "5", "--steps", "2", "--check-seconds", "0")
+    poll = campaign("poll", "--work", work2, "--out", out, "--wait", "240")
+    assert '"returncode": 0' in poll.stdout, poll.stdout
+    run_hp = json.loads((work2 / "run" / "hparams.json").read_text())
+    assert run_hp["init_from"] == str(work2 / "init-from") and run_hp["warmup_steps"] == 500, run_hp

@@ -435,6 +435,23 @@ def test_init_from_loads_the_given_weights(data_dir, tmp_path):
         load_pretraining_model(tmp_path)
 
 
+def test_init_from_with_another_vocabulary_of_the_same_size_is_refused(data_dir, tmp_path):
+    from bioelectra.training import build_model, resolve_hparams
+
+    source = build_model("small", resolve_hparams("small", tiny_hparams()), vocab_size=100, pad_token_id=0)
+    source.save_pretrained(tmp_path / "src")
+    from transformers import AutoTokenizer
+
+    vocab = AutoTokenizer.from_pretrained(data_dir / "tokenizer").get_vocab()
+    words = sorted(vocab, key=vocab.get)
+    (tmp_path / "src" / "vocab.txt").write_text("\n".join(words) + "\n")
+    prepare_pretraining(data_dir=data_dir, output_dir=tmp_path / "ok", hparams=tiny_hparams(), init_from=tmp_path / "src")
+    words[10], words[11] = words[11], words[10]  # the same entries, two ids swapped
+    (tmp_path / "src" / "vocab.txt").write_text("\n".join(words) + "\n")
+    with pytest.raises(ValueError, match=f"differs from the data's tokenizer at id 10 \\({words[10]!r} against {words[11]!r}\\)"):
+        prepare_pretraining(data_dir=data_dir, output_dir=tmp_path / "out", hparams=tiny_hparams(), init_from=tmp_path / "src")
+
+
 @pytest.mark.parametrize("layout", ["joint", "pair"])
 def test_init_from_half_precision_weights_trains_float32_parameters(data_dir, tmp_path, layout):
     """A bfloat16 export (the campaign's continuation carries one) or a joint model saved in bfloat16 starts

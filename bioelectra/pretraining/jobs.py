@@ -150,6 +150,28 @@ def _final_evaluation(trainer) -> dict[str, Any]:
     return trainer.evaluate()
 
 
+def _check_init_from_vocab(init_from: Path, tokenizer) -> None:
+    """The ``vocab.txt`` saved with ``--init-from`` weights (beside them, or in ``discriminator/``) must be the
+    data's, entry for entry: two vocabularies of one size (say, build-vocab run twice) map ids to different
+    words, and the weights would be continued on the wrong tokens. Weights saved without a ``vocab.txt``
+    are checked by size only.
+
+    Raises:
+        ValueError: the first id where the two differ, both words named.
+    """
+    saved = next((f for f in (init_from / "vocab.txt", init_from / "discriminator" / "vocab.txt") if f.is_file()), None)
+    if saved is None:
+        return
+    words = saved.read_text(encoding="utf-8").splitlines()
+    data_words = [w for w, _ in sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])]
+    for i, (a, b) in enumerate(zip(words, data_words, strict=False)):
+        if a != b:
+            raise ValueError(
+                f"--init-from {init_from}: its vocabulary ({saved}) differs from the data's tokenizer at id {i} "
+                f"({a!r} against {b!r}): build the data with --vocab-file {saved}"
+            )
+
+
 def _check_against_data(hp: PretrainingHparams, data: PretrainingData, data_dir) -> None:
     """The original keys fixed by the data here (``hp.checks``) must agree with it.
 
@@ -247,6 +269,7 @@ def prepare_pretraining(
                 f"--init-from {init_from}: vocabulary of {model.config.discriminator_config.vocab_size} "
                 f"entries, the data's tokenizer has {len(data.tokenizer)}"
             )
+        _check_init_from_vocab(Path(init_from), data.tokenizer)
     elif init_from is not None:
         logger.warning("%s holds checkpoints: resuming from %s, --init-from ignored", output_dir, resume)
         # the architecture came from --init-from, not from the hparams: take it from the checkpoint

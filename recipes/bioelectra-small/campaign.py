@@ -58,7 +58,15 @@ from campaign_common import (  # noqa: E402
     use_site,
     write_json,
 )  # fmt: skip
-from campaign_here import cmd_pack, cmd_report, cmd_ship, split_documents, xz_compress  # noqa: E402, F401
+from campaign_here import (  # noqa: E402, F401
+    bf16_copy,
+    cmd_pack,
+    cmd_report,
+    cmd_ship,
+    split_documents,
+    travelling_bytes,
+    xz_compress,
+)  # fmt: skip
 
 PIECE_BYTES = 15 * 2**20  # size of a returned tar piece (the device returns files of at most 16 MiB)
 
@@ -557,12 +565,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--ner", type=Path, default=DEFAULT_NER)
     p.add_argument("--dest", type=Path, default=REPO / ".campaign")
     p.add_argument("--vocab-size", type=int, default=30522)
-    p.add_argument("--pack-mib", type=float, default=54.0, help="MiB per pack (64 MiB travel with a call, the repository included)")
+    p.add_argument("--pack-mib", type=float, default=None,
+                   help="MiB per pack (default: the 64 MiB of a call less this checkout's travelling files and 2 MiB)")  # fmt: skip
     p.add_argument("--chunk-bytes", type=int, default=CHUNK_BYTES)
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--no-wheels", dest="wheels", action="store_false")
     p.add_argument("--allow-unread-folders", action="store_true", help="pack although a corpus folder has no reader")
-    p.add_argument("--init-from", type=Path, default=None, help="an export (discriminator/ + generator/) to continue from")
+    p.add_argument("--init-from", type=Path, default=None,
+                   help="an export (discriminator/ + generator/) to continue from: packed in bfloat16, with its vocabulary")  # fmt: skip
 
     p = stage("setup", cmd_setup, "install wheels, unpack packs, record the machine (device)")
     p.add_argument("--pack", type=Path, action="append", default=[])

@@ -58,6 +58,41 @@ def xz_compress(lines: list[str], target: Path, threads: int) -> None:
     tmp.replace(target)
 
 
+#: What one device call carries, the working tree and the carried packs together (device README, Limits).
+CALL_MIB = 64.0
+
+#: Room kept in each call for files written after ``pack`` (notes, a changed script).
+MARGIN_MIB = 2.0
+
+
+def travelling_bytes(repo: Path) -> int:
+    """Bytes of the working tree a device call sends besides the carried paths: tracked files and untracked
+    ones git does not ignore (device README). With a shipped model in the package it grows by its weights."""
+    names = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           capture_output=True, check=True).stdout.decode().split("\0")  # fmt: skip
+    return sum((repo / n).stat().st_size for n in dict.fromkeys(names) if n and (repo / n).is_file())
+
+
+def bf16_copy(export: Path, target: Path) -> None:
+    """``export``'s ``discriminator/`` and ``generator/`` (``save_pretrained`` folders of any dtype) as
+    bfloat16 copies in ``target``, with their tokenizer files: half the bytes of a float32 export, so that a
+    continuation fits in pack 1 (issue 14: weights in bf16; ``pretrain train --init-from`` loads float32)."""
+    import torch
+    from transformers import ElectraForMaskedLM, ElectraForPreTraining
+
+    for name, cls in (("discriminator", ElectraForPreTraining), ("generator", ElectraForMaskedLM)):
+        source, dest = export / name, target / name
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        for f in source.iterdir():  # tokenizer files, vocab.txt; the weights and config are written below
+            if f.is_file() and not f.name.startswith("model") and f.name != "config.json":
+                shutil.copy2(f, dest / f.name)
+        model = cls.from_pretrained(str(source), dtype=torch.bfloat16)
+        model.config.dtype = "bfloat16"
+        model.save_pretrained(str(dest))
+
+
 def cmd_pack(args) -> None:
     work, dest = args.work, args.dest
     if args.corpus_text is not None:  # text already in build-data's format
@@ -82,7 +117,15 @@ def cmd_pack(args) -> None:
     log(f"corpus: {json.dumps(info['documents'])}, {info['bytes']:,} bytes of text")
 
     vocab_dir = work / "vocab"
-    if not (vocab_dir / "vocab.txt").is_file():
+    if args.init_from:  # the continued model's own vocabulary: a new build-vocab run need not give the same one
+        source = args.init_from / "discriminator" / "vocab.txt"
+        if not source.is_file():
+            raise SystemExit(f"error: --init-from {args.init_from}: no discriminator/vocab.txt (expected an export)")
+        if vocab_dir.exists():
+            shutil.rmtree(vocab_dir)
+        run([sys.executable, REPO / "pretrain.py", "build-vocab", "--vocab-file", source, "--output-dir", vocab_dir,
+             "--do-lower-case"])  # fmt: skip
+    elif not (vocab_dir / "vocab.txt").is_file():
         run([sys.executable, REPO / "pretrain.py", "build-vocab", "--corpus-dir", corpus_dir,
              "--output-dir", vocab_dir, "--vocab-size", str(args.vocab_size), "--do-lower-case"])  # fmt: skip
     vocab_entries = sum(1 for _ in open(vocab_dir / "vocab.txt", encoding="utf-8"))
@@ -111,7 +154,12 @@ def cmd_pack(args) -> None:
         (staging / stale).unlink(missing_ok=True)
     write_json(staging / "index.json", index)
 
-    limit = args.pack_mib * 2**20
+    room = CALL_MIB - travelling_bytes(REPO) / 2**20 - MARGIN_MIB
+    pack_mib = room if args.pack_mib is None else args.pack_mib
+    if pack_mib > room:
+        log(f"warning: --pack-mib {pack_mib} is over the {room:.1f} MiB that travel beside this checkout in one call")
+    log(f"packs of at most {pack_mib:.1f} MiB ({CALL_MIB:.0f} MiB per call, less this checkout and {MARGIN_MIB} MiB)")
+    limit = pack_mib * 2**20
     pack1_extra = []  # vocab, hparams, NER sets, wheels, init-from: all in pack 1
     (stage1 := work / "pack1-extra").mkdir(exist_ok=True)
     shutil.copytree(vocab_dir, stage1 / "vocab", dirs_exist_ok=True)
@@ -132,7 +180,7 @@ def cmd_pack(args) -> None:
         run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", wheels, *SOURCE_ONLY_WHEELS])
         pack1_extra.append(wheels)
     if args.init_from:
-        shutil.copytree(args.init_from, stage1 / "init-from", dirs_exist_ok=True)
+        bf16_copy(args.init_from, stage1 / "init-from")
         pack1_extra.append(stage1 / "init-from")
 
     def size_of(p: Path) -> int:
@@ -141,7 +189,7 @@ def cmd_pack(args) -> None:
     packs: list[list[Path]] = [[*pack1_extra]]
     used = [sum(size_of(p) for p in pack1_extra)]
     if used[0] > limit:
-        raise SystemExit(f"error: pack 1's fixed part is {used[0]:,} bytes, over --pack-mib {args.pack_mib}")
+        raise SystemExit(f"error: pack 1's fixed part is {used[0]:,} bytes, over the {pack_mib:.1f} MiB of a pack")
     for _, path, _, size in chunks:
         if used[-1] + size > limit:
             packs.append([])
