@@ -315,14 +315,18 @@ def test_report_tables_come_from_the_brought_back_files(tmp_path):
 def test_packs_leave_room_for_the_checkout_that_travels_with_them(tmp_path):
     """A call carries the working tree (tracked and untracked-not-ignored files) and the packs in 64 MiB."""
     c = load_campaign()
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    (tmp_path / ".gitignore").write_text("ignored.bin\n")
-    (tmp_path / "tracked.bin").write_bytes(b"x" * 3000)
-    (tmp_path / "untracked.bin").write_bytes(b"y" * 500)
-    (tmp_path / "ignored.bin").write_bytes(b"z" * 100_000)
-    subprocess.run(["git", "-C", str(tmp_path), "add", "tracked.bin"], check=True)
-    assert c.travelling_bytes(tmp_path) == 3000 + 500 + len("ignored.bin\n")
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / ".gitignore").write_text("ignored.bin\n")
+    (repo / "tracked.bin").write_bytes(b"x" * 3000)
+    (repo / "untracked.bin").write_bytes(b"y" * 500)
+    (repo / "ignored.bin").write_bytes(b"z" * 100_000)
+    subprocess.run(["git", "-C", str(repo), "add", "tracked.bin"], check=True)
+    assert c.travelling_bytes(repo) == 3000 + 500 + len("ignored.bin\n")
     assert c.travelling_bytes(REPO_ROOT) > 2**20  # this checkout: the code and the shipped model
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(SystemExit, match="give --pack-mib"):
+        c.travelling_bytes(tmp_path / "plain")
 
 
 def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_results(tmp_path, monkeypatch):

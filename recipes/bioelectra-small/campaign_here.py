@@ -68,8 +68,11 @@ MARGIN_MIB = 2.0
 def travelling_bytes(repo: Path) -> int:
     """Bytes of the working tree a device call sends besides the carried paths: tracked files and untracked
     ones git does not ignore (device README). With a shipped model in the package it grows by its weights."""
-    names = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                           capture_output=True, check=True).stdout.decode().split("\0")  # fmt: skip
+    try:
+        names = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                               capture_output=True, check=True).stdout.decode().split("\0")  # fmt: skip
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise SystemExit(f"error: {repo}: cannot list what travels with a device call ({exc}): give --pack-mib") from exc
     return sum((repo / n).stat().st_size for n in dict.fromkeys(names) if n and (repo / n).is_file())
 
 
@@ -154,11 +157,11 @@ def cmd_pack(args) -> None:
         (staging / stale).unlink(missing_ok=True)
     write_json(staging / "index.json", index)
 
-    room = CALL_MIB - travelling_bytes(REPO) / 2**20 - MARGIN_MIB
-    pack_mib = room if args.pack_mib is None else args.pack_mib
-    if pack_mib > room:
-        log(f"warning: --pack-mib {pack_mib} is over the {room:.1f} MiB that travel beside this checkout in one call")
-    log(f"packs of at most {pack_mib:.1f} MiB ({CALL_MIB:.0f} MiB per call, less this checkout and {MARGIN_MIB} MiB)")
+    if args.pack_mib is None:
+        pack_mib = CALL_MIB - travelling_bytes(REPO) / 2**20 - MARGIN_MIB
+        log(f"packs of at most {pack_mib:.1f} MiB ({CALL_MIB:.0f} MiB per call, less this checkout and {MARGIN_MIB} MiB)")
+    else:
+        pack_mib = args.pack_mib
     limit = pack_mib * 2**20
     pack1_extra = []  # vocab, hparams, NER sets, wheels, init-from: all in pack 1
     (stage1 := work / "pack1-extra").mkdir(exist_ok=True)
@@ -268,6 +271,11 @@ def _median(values: list[float]) -> float | None:
     return values[len(values) // 2] if values else None
 
 
+def _round_large(value: float) -> int:
+    """``value`` to the million from a million up (an estimate's precision), else to the unit."""
+    return int(round(value, -6)) if value >= 1e6 else int(round(value))
+
+
 def results_report(results: Path, finetune: dict) -> str:
     """Markdown tables of a brought-back campaign for the model card and the README: the run, the metrics at
     each evaluation, the final metrics, and the fine-tuning comparisons (``finetune-eval``'s runs grouped by
@@ -310,7 +318,7 @@ def results_report(results: Path, finetune: dict) -> str:
                  f"{num(examples.get('validation'))} validation examples of up to {build.get('max_seq_length', '-')} tokens"),
         ("steps", f"{num(steps)} of {num(hp.get('max_steps'))} planned, batch {num(batch)}"),
         ("examples seen", f"{num(seen)} ({seen / train_examples:.2f} passes over the training examples)" if seen and train_examples else "-"),
-        ("tokens seen (about)", num(int(round(seen * tokens_per_example, -6))) if seen and tokens_per_example else "-"),
+        ("tokens seen (about)", num(_round_large(seen * tokens_per_example)) if seen and tokens_per_example else "-"),
         ("wall time of training", f"{runtime:,.0f} s ({runtime / 60:.1f} min)" if runtime else "-"),
         ("training FLOPs (the Trainer's estimate)", num(final.get("total_flos"), ".3g")),
         ("speed (median of the training logs)", f"{num(_median([h['steps_per_second'] for h in training]))} steps/s, "
