@@ -4,8 +4,9 @@ Stages (each ``python recipes/bioelectra-small/campaign.py STAGE ...``):
 
 - ``pack`` (here, on the CPU): the pre-training text (``recipes/shared_corpus.py --subset all --exclude
   pubmedqa-pqal``), an uncased WordPiece vocabulary trained on it, the BC5CDR fine-tuning sets and the
-  Python 3.12 wheels the GPU machine lacks, compressed into packs of at most ``--pack-mib`` MiB
-  (``.campaign/pack-1``, ``pack-2``, ...) that each travel with one device call.
+  Python 3.12 wheels the GPU machine lacks, compressed into packs that each travel with one device call
+  beside the checkout (``.campaign/pack-1``, ``pack-2``, ...; ``--pack-mib``). ``--init-from`` an earlier
+  export: its two networks in bfloat16 and its vocabulary instead of a new one.
 - ``setup`` (device): install the wheels, unpack the packs given, record the machine (GPU, versions, the
   measured bf16 matmul rate and copy bandwidth) in ``$OUT/env.json``.
 - ``bench`` (device): ``bench/pretrain_throughput.py`` on the three ELECTRA cases and this recipe's model,
@@ -17,11 +18,14 @@ Stages (each ``python recipes/bioelectra-small/campaign.py STAGE ...``):
   with ``max_steps`` from the bench's measured speed and ``--minutes``, and a wall-clock stop
   (``max_train_seconds``) so the run ends saved inside the lease; ``--compile auto`` trains under
   ``torch.compile`` when the compiled bench showed it faster.
-- ``poll`` (device): wait (at most ``--wait`` seconds) and print the run's progress and metrics.
-- ``collect`` (device): pre-training metrics, float32 export of generator + discriminator, logs: one tar in
+- ``poll`` (device): wait (at most ``--wait`` seconds) and print the run's progress and metrics (from the
+  run's ``log_history.jsonl``).
+- ``collect`` (device): float32 export of generator + discriminator, pre-training metrics, logs: one tar in
   pieces of at most 15 MiB under ``$OUT`` (``cat results.tar.part-* | tar x`` here).
 - ``finetune-eval`` (device): the comparisons (bioelectra-small against its untrained twin, ...) in order
   of priority while ``--budget-seconds`` last, and the fine-tuning speed of an ELECTRA-Base-sized model.
+- ``ship``, ``report`` (here): the brought-back discriminator as the package's float16 model; the
+  brought-back figures as the Markdown tables of its model card.
 
 Every stage reads and writes under ``--work`` (default ``work/bioelectra-small``; on the device a folder
 that lives as long as the machine, e.g. ``/tmp/bes``) and writes what must come back under ``--out``
