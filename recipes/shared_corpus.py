@@ -92,6 +92,35 @@ SOURCE_FOLDERS = {
     "plos": "plos-starter",
     **{name: folder for name, (folder, _) in PLAIN_TEXT_SOURCES.items()},
 }
+#: Each source as a model card names it (what it is, where it came from) and its terms as the source states
+#: them (SOURCES.md sections 4, 7 and 10, paraphrased). A model pre-trained on the text inherits them.
+SOURCE_TERMS = {
+    "ohsumed-single-23": ("OHSUMED single-label subset (Hersh et al., 1994), via `yao8839836/text_gcn`",
+                          "MEDLINE records (NLM terms and conditions); OHSUMED is a research test collection"),
+    "ohsumed-first20k-extra": ("OHSUMED, rest of the first 20,000 documents, via `walterwang/ohsumed-classification`",
+                               "as above"),
+    "pubmed-abstracts-1mb": ("PubMed abstract sample (`sy-wada/blue_benchmark_with_transformers`)",
+                             "NLM terms, research use"),
+    "pubmedqa-pqal": ("PubMedQA PQA-L contexts and long answers (Jin et al., 2019)", "MIT"),
+    "asreview": ("ASReview systematic-review datasets (`asreview/systematic-review-datasets`), repeated abstracts dropped",
+                 "MEDLINE records (NLM terms); dataset licences per file (CC BY 4.0, CC0, Cohen 2006 custom open licence)"),
+    "pubmed-uscbiostats": ("PubMed abstracts, five 2020 searches (`USCbiostats/data-science-data`)", "NLM terms"),
+    "craft": ("CRAFT articles from the PubMed Central Open Access subset (`UCDenver-ccp/CRAFT`), without the 30 "
+              "shared-task test articles",
+              "each article's own notice: a Creative Commons Attribution licence for 61 of the 97, publishers' "
+              "open-access notices for the rest"),
+    "elife": ("eLife articles (`elifesciences/elife-articles`), JATS XML to text",
+              "per article: CC BY 4.0, CC BY 3.0 or CC0 1.0"),
+    "plos": ("PLOS starter corpus (`PLOS/allofplos`), JATS XML to text",
+             "per article: CC BY (115), CC0 or public domain (6), one WHO article under an open-access statement"),
+    "evidence-inference-pmc": ("Evidence Inference's PubMed Central full texts of randomised-trial reports "
+                               "(`jayded/evidence-inference`)",
+                               "each article under its own PubMed Central Open Access licence"),
+    "sumpubmed-bmc": ("SumPubMed BioMed Central full texts, 3 of 15 shards (`vgupta123/sumpubmed`), lower-cased "
+                      "and numbers masked upstream",
+                      "MIT licence; its README asks for non-commercial academic use: research use only"),
+    "medquad": ("MedQuAD answers: NIH consumer-health pages (`abachaa/MedQuAD`)", "CC BY 4.0"),
+}  # fmt: skip
 _JATS_SKIP = {"table-wrap", "fig", "ref-list", "supplementary-material", "table", "disp-formula", "fn-group"}
 
 

@@ -262,7 +262,8 @@ def test_report_tables_come_from_the_brought_back_files(tmp_path):
         "build_info.json": {"max_seq_length": 128, "counts": {"tokens": 95_000_000, "tokens_in_examples": 95_000_000,
                                                               "examples": {"train": 781_709, "validation": 7_902}}},
         "manifest.json": {"corpus": {"bytes": 469_239_479, "documents": {"craft": 67, "asreview": 16_000,
-                                                                        "asreview_duplicate_abstracts_dropped": 2_278}}},
+                                                                        "asreview_duplicate_abstracts_dropped": 2_278},
+                                     "left_out": ["pubmedqa-pqal"], "excluded_for_eval_overlap": {"craft-test": 30}}},
         "bench.json": {"device": "NVIDIA H100 80GB HBM3"},
         "export/discriminator/config.json": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
                                              "intermediate_size": 1024, "embedding_size": 128, "vocab_size": 30522},
@@ -308,8 +309,14 @@ def test_report_tables_come_from_the_brought_back_files(tmp_path):
         "| NCBI-disease, Bio-ELECTRA's protocol (10 epochs at 3e-4) | 70.00 ± 1.00 | 72.00 ± 1.00 | - | - | - / - |",
         "NCBI-disease fine-tuning time, 3 trials x 3 epochs, an ELECTRA-Base-sized model with random weights on "
         "NVIDIA H100 80GB HBM3: 95 s end to end.",
+        "469,239,479 bytes of text in 16,067 documents (`recipes/shared_corpus.py --subset all`); left out: "
+        "pubmedqa-pqal; dropped for overlap with evaluation text: craft-test 30.",
+        "| ASReview systematic-review datasets (`asreview/systematic-review-datasets`), repeated abstracts dropped "
+        "| 16,000 | MEDLINE records (NLM terms); dataset licences per file (CC BY 4.0, CC0, Cohen 2006 custom open "
+        "licence) |",
     ):  # fmt: skip
         assert line in report, f"{line}\n---\n{report}"
+    assert "eLife" not in report and "CRAFT articles" in report  # the sources the manifest lists, no others
 
 
 def test_packs_leave_room_for_the_checkout_that_travels_with_them(tmp_path):

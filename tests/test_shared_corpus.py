@@ -73,7 +73,7 @@ def test_all_subset_with_the_section_10_text_and_without_pubmedqa(shared_data, t
 
 def test_a_corpus_folder_no_source_reads_is_named(tmp_path):
     """New text in ../shared/data/corpus must not be left out silently (issue 14: all of the corpus)."""
-    assert set(shared_corpus.SUBSET_SOURCES["all"]) == set(shared_corpus.SOURCE_FOLDERS)
+    assert set(shared_corpus.SUBSET_SOURCES["all"]) == set(shared_corpus.SOURCE_FOLDERS) == set(shared_corpus.SOURCE_TERMS)
     for folder in shared_corpus.SOURCE_FOLDERS.values():
         (tmp_path / folder).mkdir(exist_ok=True)
     (tmp_path / "SOURCES.md").write_text("a file, not a source")

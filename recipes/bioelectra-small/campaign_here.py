@@ -333,6 +333,20 @@ def results_report(results: Path, finetune: dict) -> str:
               "|---:|" + "---:|" * len(keys)]  # fmt: skip
     lines += [f"| {num(h['step'])} | " + " | ".join(num(h.get(k), ".3f") for k in keys) + " |" for h in evals]
 
+    corpus = manifest.get("corpus", {})
+    documents = {k: v for k, v in corpus.get("documents", {}).items() if not k.endswith("_dropped")}
+    if documents:
+        terms = load_shared_corpus().SOURCE_TERMS
+        dropped = ", ".join(f"{k} {v}" for k, v in corpus.get("excluded_for_eval_overlap", {}).items()) or "none"
+        lines += ["", "## Corpus and attribution", "",
+                  f"{num(corpus.get('bytes'))} bytes of text in {num(sum(documents.values()))} documents "
+                  f"(`recipes/shared_corpus.py --subset all`); left out: {', '.join(corpus.get('left_out', [])) or 'none'}; "
+                  f"dropped for overlap with evaluation text: {dropped}.", "",
+                  "| source | documents | terms as stated by the source |", "|---|---:|---|"]  # fmt: skip
+        for name, count in documents.items():
+            what, stated = terms.get(name, (name, "-"))
+            lines.append(f"| {what} | {num(count)} | {stated} |")
+
     done = {name: r for name, r in finetune.items() if isinstance(r, dict) and "row" in r}
     lines += ["", "## Fine-tuning", "", "Entity-level F1 (percent), mean ± std over the trials; the same command for "
               "bioelectra-small and its untrained twin (only `--ckpt` differs).", "",
