@@ -55,6 +55,7 @@ from bioelectra.configuration import ElectraPretrainingConfig  # noqa: E402
 from bioelectra.masking import ElectraMaskingCollator, max_predictions_per_seq  # noqa: E402
 from bioelectra.modeling import ElectraPretrainingModel  # noqa: E402
 from bioelectra.optimization import ElectraAdamW, decay_parameter_groups, electra_lr_scheduler  # noqa: E402
+from bioelectra.textio import atomic_write_text  # noqa: E402
 
 #: Dense bf16 peak FLOP/s by device name fragment (vendor data sheets, SXM parts, no sparsity).
 PEAK_BF16_FLOPS = {"H200": 989.4e12, "H100": 989.4e12, "A100": 312e12, "L40S": 362e12, "A10G": 70e12}
@@ -364,12 +365,10 @@ def failures(report: dict) -> list[str]:
 
 
 def write_report(report: dict, path: Path) -> None:
-    """The report as JSON at ``path``, atomically (a temporary name, then a rename): written after every case,
-    so a bench that dies later keeps the cases it finished."""
+    """The report as JSON at ``path``, atomically (:func:`bioelectra.textio.atomic_write_text`): written after
+    every case, so a bench that dies later keeps the cases it finished."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(report, indent=2) + "\n")
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps(report, indent=2) + "\n")
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -317,6 +317,10 @@ def test_report_tables_come_from_the_brought_back_files(tmp_path):
     ):  # fmt: skip
         assert line in report, f"{line}\n---\n{report}"
     assert "eLife" not in report and "CRAFT articles" in report  # the sources the manifest lists, no others
+    with pytest.raises(SystemExit, match="no run-hparams.json"):
+        c.main(["report", "--results", str(tmp_path / "elsewhere")])
+    with pytest.raises(SystemExit, match="missing.json: no such file"):
+        c.main(["report", "--results", str(res), "--finetune", str(tmp_path / "missing.json")])
 
 
 def test_packs_leave_room_for_the_checkout_that_travels_with_them(tmp_path):
@@ -354,7 +358,7 @@ def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_result
         run_dir.mkdir(parents=True)
         (run_dir / "results.json").write_text(json.dumps({"summary": {"test_f1": {"mean": 0.5}}}))
 
-    monkeypatch.setattr(c, "run", finetune)
+    monkeypatch.setattr(sys.modules["campaign_finetune"], "run", finetune)  # the stage's own module
     args = argparse.Namespace(work=work, out=out, hparams=c.HPARAMS, budget_seconds=600.0, trials=1, only=None,
                               extra="", quiet=True)  # fmt: skip
     c.cmd_finetune_eval(args)  # no export yet: only base-speed can run

@@ -76,6 +76,7 @@ from bioelectra.pretraining.trainer import (  # noqa: F401
     StepProgressCallback,
     _use_bf16,
     make_optimizer,
+    read_log_history,
     training_arguments,
 )
 
@@ -125,6 +126,7 @@ __all__ = [
     "LogMetricsCallback",
     "SaveAtEndCallback",
     "StepProgressCallback",
+    "read_log_history",
     "_use_bf16",
     "make_optimizer",
     "training_arguments",

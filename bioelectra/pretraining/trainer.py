@@ -137,6 +137,21 @@ def make_optimizer(
 LOG_HISTORY_FILE = "log_history.jsonl"
 
 
+def read_log_history(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """The records of a :data:`LOG_HISTORY_FILE`, in order; ``[]`` when there is no such file. A line that does
+    not parse (the one being written while the run goes on) is skipped."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
 class LogMetricsCallback(TrainerCallback):
     """Send the Trainer's logs (losses, learning rate, metrics) to this module's logger instead of stdout
     (replaces ``PrinterCallback``: only the CLI prints), and append each to ``log_file``

@@ -39,7 +39,6 @@ import argparse
 import json
 import os
 import platform
-import shlex
 import shutil
 import subprocess
 import sys
@@ -54,13 +53,19 @@ from campaign_common import (  # noqa: E402
     DEFAULT_CORPUS,
     DEFAULT_NER,
     HPARAMS,
-    NER_SETS,
     REPO,
     log,
     read_json,
     run,
     use_site,
     write_json,
+)  # fmt: skip
+from campaign_finetune import (  # noqa: E402, F401
+    BIO_ELECTRA_ROW,
+    DEFAULTS_ROW,
+    SPEED_ROW,
+    cmd_finetune_eval,
+    finetune_queue,
 )  # fmt: skip
 from campaign_here import (  # noqa: E402, F401
     bf16_copy,
@@ -360,20 +365,12 @@ def cmd_train(args) -> None:
 def _progress(work: Path, lines: int) -> dict:
     """The run's last ``lines`` training logs and all its evaluations, from the JSON lines the trainer
     appends to ``run/log_history.jsonl`` (the console log in ``train.log`` is wrapped for reading)."""
-    steps, evals = [], []
-    history = work / "run" / "log_history.jsonl"
-    if history.is_file():
-        for line in history.read_text(errors="replace").splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:  # a line being written
-                continue
-            if any(k.startswith("eval_") for k in record):
-                evals.append(record)
-            elif "loss" in record:
-                steps.append(record)
-    done = read_json(work / "train-done.json")
-    return {"done": done, "last_logs": steps[-lines:], "evals": evals}
+    from bioelectra.training import LOG_HISTORY_FILE, read_log_history
+
+    history = read_log_history(work / "run" / LOG_HISTORY_FILE)
+    evals = [r for r in history if any(k.startswith("eval_") for k in r)]
+    steps = [r for r in history if "loss" in r]  # evaluations log eval_loss, not loss
+    return {"done": read_json(work / "train-done.json"), "last_logs": steps[-lines:], "evals": evals}
 
 
 def cmd_poll(args) -> None:
@@ -455,100 +452,6 @@ def cmd_collect(args) -> None:
         summary["eval_error"] = eval_error
     write_json(out / "collect.json", summary)
     log(f"{len(pieces)} piece(s) in {out}: cat results.tar.part-* | tar x")
-
-
-#: The rows of the fine-tuning comparison (``report`` groups the runs by them).
-DEFAULTS_ROW = "{}, finetune's defaults"
-BIO_ELECTRA_ROW = "NCBI-disease, Bio-ELECTRA's protocol (10 epochs at 3e-4)"
-SPEED_ROW = "NCBI-disease fine-tuning time, 3 trials x 3 epochs"
-DATASET_TITLES = {"ncbi-disease": "NCBI-disease", "bc5cdr-chem": "BC5CDR-chem", "bc5cdr-disease": "BC5CDR-disease"}
-
-
-def finetune_queue(args) -> list[dict]:
-    """The comparisons in order of priority (the first ones matter most if the budget runs out). Each run:
-    ``name``, ``args`` (finetune's), ``row`` (what is compared) and ``model`` (``small``, ``twin`` or
-    ``base``: an ELECTRA-Base-sized model with random weights, timed only)."""
-    model, twin = args.work / "export" / "discriminator", args.work / "twin"
-    ner = args.work / "ner"
-    common = ["--trials", str(args.trials)]
-    protocol = ["--epochs", "10", "--learning-rate", "3e-4"]
-    ncbi = DEFAULTS_ROW.format(DATASET_TITLES["ncbi-disease"])
-    queue = [
-        {"name": "ncbi-small", "row": ncbi, "model": "small", "args": ["--dataset", "ncbi-disease", "--ckpt", model, *common]},
-        {"name": "ncbi-twin", "row": ncbi, "model": "twin", "args": ["--dataset", "ncbi-disease", "--ckpt", twin, *common]},
-        {"name": "ncbi-small-bio-electra-protocol", "row": BIO_ELECTRA_ROW, "model": "small", "args": ["--dataset", "ncbi-disease", "--ckpt", model, *common, *protocol]},
-        {"name": "base-speed", "row": SPEED_ROW, "model": "base", "args": ["--dataset", "ncbi-disease", "--ckpt", "electra-base", *common], "speed": True},
-    ]  # fmt: skip
-    for name in NER_SETS:
-        for which, ckpt in (("small", model), ("twin", twin)):
-            if (ner / name).is_dir():
-                queue.append({"name": f"{name}-{which}", "row": DEFAULTS_ROW.format(DATASET_TITLES[name]), "model": which,
-                              "args": ["--data-dir", ner / name, "--ckpt", ckpt, *common]})  # fmt: skip
-    queue.append({"name": "ncbi-twin-bio-electra-protocol", "row": BIO_ELECTRA_ROW, "model": "twin", "args": ["--dataset", "ncbi-disease", "--ckpt", twin, *common, *protocol]})  # fmt: skip
-    return queue
-
-
-def cmd_finetune_eval(args) -> None:
-    """The comparisons of :func:`finetune_queue`, in its order, while ``--budget-seconds`` last (a run starts
-    only if the previous run's time still fits). The results add up across calls in ``<work>/finetune.json``,
-    copied to ``$OUT`` after every run: a comparison measured in an earlier call (call 1's ``base-speed``)
-    is not run again (delete that file to measure again). A run that fails is recorded with its ``error``
-    and the queue goes on; the stage then exits non-zero."""
-    work, out = args.work, args.out
-    use_site(work)
-    sys.path.insert(0, str(REPO))
-    from bioelectra.presets import build_untrained_twin
-
-    model = work / "export" / "discriminator"
-    if model.is_dir():  # absent before collect: then only the runs that need no pre-trained model can go
-        build_untrained_twin(model, work / "twin", seed=0)
-    start = time.monotonic()
-    results = read_json(work / "finetune.json", {}) or {}
-    results["skipped"] = []  # this call's
-
-    def save() -> None:
-        write_json(work / "finetune.json", results)
-        write_json(out / "finetune.json", results)
-
-    last_seconds, failed = 0.0, []
-    for item in finetune_queue(args):
-        name = item["name"]
-        if args.only and name not in args.only:
-            continue
-        if name in results and "error" not in results[name]:
-            log(f"{name}: measured in an earlier call ({results[name]['wall_seconds']} s), kept")
-            continue
-        if not model.is_dir() and any(a in (model, work / "twin") for a in item["args"]):
-            results["skipped"].append(name)
-            log(f"skipped {name}: no {model} yet (run collect first)")
-            continue
-        spent = time.monotonic() - start
-        if spent + max(last_seconds, 1.0) > args.budget_seconds:
-            results["skipped"].append(name)
-            log(f"skipped {name}: {spent:.0f} of {args.budget_seconds} s spent")
-            continue
-        run_dir = work / "finetune" / name
-        cmd = [sys.executable, REPO / "finetune.py", "--loader", "ner", *item["args"], "--output-dir", run_dir, *shlex.split(args.extra)]
-        t0 = time.monotonic()
-        try:
-            run(cmd, stdout=subprocess.DEVNULL if args.quiet else None)
-            error = None
-        except SystemExit as exc:  # recorded; the next comparison still runs
-            error = str(exc)
-        last_seconds = time.monotonic() - t0
-        results[name] = {"row": item["row"], "model": item["model"], "command": " ".join(str(c) for c in cmd[2:]),
-                         "wall_seconds": round(last_seconds, 1)}  # fmt: skip
-        if error is None:
-            results[name]["summary"] = read_json(run_dir / "results.json", {}).get("summary")
-            log(f"{name}: {last_seconds:.0f} s, summary {json.dumps(results[name]['summary'])[:300]}")
-        else:
-            results[name]["error"] = error
-            failed.append(name)
-            log(f"{name} failed after {last_seconds:.0f} s ({error}); the next comparison goes on")
-        save()
-    save()
-    if failed:
-        raise SystemExit(f"error: {len(failed)} fine-tuning run(s) failed: {', '.join(failed)} (see finetune.json)")
 
 
 def main(argv: list[str] | None = None) -> None:

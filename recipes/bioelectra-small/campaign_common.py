@@ -1,6 +1,6 @@
 """What the campaign's stages share: locations, the constants of the packs, and small helpers. The stages
-themselves are in ``campaign.py`` (the device side, and the command line) and ``campaign_here.py`` (the
-CPU side: pack, ship)."""
+themselves are in ``campaign.py`` (the device side, and the command line), ``campaign_finetune.py`` (the
+device's fine-tuning comparisons) and ``campaign_here.py`` (the CPU side: pack, ship, report)."""
 
 from __future__ import annotations
 

@@ -260,17 +260,6 @@ def cmd_ship(args) -> None:
     log(f"{target}: {size:,} bytes of float16 weights; write or update its model card (README.md)")
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _median(values: list[float]) -> float | None:
-    values = sorted(values)
-    return values[len(values) // 2] if values else None
-
-
 def _round_large(value: float) -> int:
     """``value`` to the million from a million up (an estimate's precision), else to the unit."""
     return int(round(value, -6)) if value >= 1e6 else int(round(value))
@@ -282,14 +271,20 @@ def results_report(results: Path, finetune: dict) -> str:
     ``row``). Every figure is read from the files ``collect`` packed (``results``: the unpacked tar) and from
     ``finetune`` (``finetune.json``, merged); a figure that is not there is shown as ``-``."""
     sys.path.insert(0, str(REPO))
+    from statistics import median_high
+
+    from bioelectra.training import LOG_HISTORY_FILE, read_log_history
     from downstream.benchmark import format_mean_std
+
+    def median(values: list[float]) -> float | None:
+        return median_high(values) if values else None
 
     hp = read_json(results / "run-hparams.json", {}) or {}
     state = read_json(results / "trainer_state.json", {}) or {}
     build = read_json(results / "build_info.json", {}) or {}
     manifest = read_json(results / "manifest.json", {}) or {}
     bench = read_json(results / "bench.json", {}) or {}
-    history = _read_jsonl(results / "log_history.jsonl")
+    history = read_log_history(results / LOG_HISTORY_FILE)
     config = read_json(results / "export" / "discriminator" / "config.json", {}) or {}
     final = next((h for h in reversed(history) if "train_runtime" in h), {})
     training = [h for h in history if "loss" in h and "steps_per_second" in h]
@@ -321,8 +316,8 @@ def results_report(results: Path, finetune: dict) -> str:
         ("tokens seen (about)", num(_round_large(seen * tokens_per_example)) if seen and tokens_per_example else "-"),
         ("wall time of training", f"{runtime:,.0f} s ({runtime / 60:.1f} min)" if runtime else "-"),
         ("training FLOPs (the Trainer's estimate)", num(final.get("total_flos"), ".3g")),
-        ("speed (median of the training logs)", f"{num(_median([h['steps_per_second'] for h in training]))} steps/s, "
-                                                f"data_wait_fraction {num(_median([h.get('data_wait_fraction', 0.0) for h in training]))}"),
+        ("speed (median of the training logs)", f"{num(median([h['steps_per_second'] for h in training]))} steps/s, "
+                                                f"data_wait_fraction {num(median([h.get('data_wait_fraction', 0.0) for h in training]))}"),
         ("optimisation", f"peak learning rate {hp.get('learning_rate', '-')}, warmup {num(hp.get('warmup_steps'))} steps, "
                          f"torch.compile {bool(hp.get('torch_compile'))}, untied generator {hp.get('untied_generator', '-')}"),
     ]  # fmt: skip
@@ -377,14 +372,24 @@ def results_report(results: Path, finetune: dict) -> str:
 
 
 def cmd_report(args) -> None:
-    """``results_report`` of ``--results`` into ``report.md`` there (and printed)."""
+    """``results_report`` of ``--results`` into ``report.md`` there (and printed).
+
+    Raises:
+        SystemExit: ``--results`` holds no ``run-hparams.json`` (not an unpacked results tar), or a
+            ``--finetune`` file given is missing.
+    """
+    from bioelectra.textio import atomic_write_text
+
+    if not (args.results / "run-hparams.json").is_file():
+        raise SystemExit(f"error: {args.results}: no run-hparams.json (expected the unpacked results tar: "
+                         "cat results.tar.part-* | tar x -C DIR)")  # fmt: skip
+    missing = [str(p) for p in args.finetune or [] if not p.is_file()]
+    if missing:
+        raise SystemExit(f"error: --finetune {', '.join(missing)}: no such file (a finetune.json from finetune-eval)")
     finetune: dict = {}
     for path in args.finetune or [args.results / "finetune.json"]:
         finetune.update({k: v for k, v in (read_json(Path(path), {}) or {}).items() if k != "skipped"})
     text = results_report(args.results, finetune)
-    target = args.results / "report.md"
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(target)
+    atomic_write_text(args.results / "report.md", text)
     print(text)
-    log(f"written {target}")
+    log(f"written {args.results / 'report.md'}")
