@@ -285,6 +285,8 @@ def test_report_tables_come_from_the_brought_back_files(tmp_path):
                 "summary": {"dev": {"f1": {"mean": test_f1 - 0.02, "std": std}}, "test": {"f1": stats}}}  # fmt: skip
 
     finetune = {
+        "lr-3e-4": {**run(c.LEARNING_RATE_ROW, "small", 0.66), "learning_rate": 3e-4},
+        "lr-1e-3": {**run(c.LEARNING_RATE_ROW, "small", 0.69), "learning_rate": 1e-3},
         "ncbi-small": run(c.DEFAULTS_ROW.format("NCBI-disease"), "small", 0.70),
         "ncbi-twin": run(c.DEFAULTS_ROW.format("NCBI-disease"), "twin", 0.45),
         "ncbi-small-bio-electra-protocol": run(c.BIO_ELECTRA_ROW, "small", 0.72),
@@ -305,6 +307,9 @@ def test_report_tables_come_from_the_brought_back_files(tmp_path):
         "| wall time of training | 900 s (15.0 min) |",
         "| speed (median of the training logs) | 24.0 steps/s, data_wait_fraction 0.03 |",
         "| 2,000 | 0.310 | 0.861 | 0.700 | 0.200 | 0.750 |",
+        "| 3e-4 | 64.00 | 60 |",  # development F1 only: the choice never sees the test split
+        "| 1e-3 | 67.00 | 60 |",
+        "Chosen: 1e-3, the rate of the \"finetune's defaults\" rows below",
         "| NCBI-disease, finetune's defaults | 68.00 ± 1.00 | 70.00 ± 1.00 | 43.00 ± 1.00 | 45.00 ± 1.00 | +25.00 / +25.00 |",
         "| NCBI-disease, Bio-ELECTRA's protocol (10 epochs at 3e-4) | 70.00 ± 1.00 | 72.00 ± 1.00 | - | - | - / - |",
         "NCBI-disease fine-tuning time, 3 trials x 3 epochs, an ELECTRA-Base-sized model with random weights on "
@@ -317,6 +322,12 @@ def test_report_tables_come_from_the_brought_back_files(tmp_path):
     ):  # fmt: skip
         assert line in report, f"{line}\n---\n{report}"
     assert "eLife" not in report and "CRAFT articles" in report  # the sources the manifest lists, no others
+    assert "| NCBI-disease, the learning rate" not in report  # the candidates are not a comparison row
+    assert "The rows below used" not in report
+    finetune["learning_rate"] = {"rate": 2e-3, "why": "--learning-rate"}  # rows run later at a given rate
+    (res / "finetune.json").write_text(json.dumps(finetune))
+    c.main(["report", "--results", str(res)])
+    assert "The rows below used 2e-3 (--learning-rate)." in (res / "report.md").read_text()
     with pytest.raises(SystemExit, match="no run-hparams.json"):
         c.main(["report", "--results", str(tmp_path / "elsewhere")])
     with pytest.raises(SystemExit, match="missing.json: no such file"):
@@ -340,39 +351,64 @@ def test_packs_leave_room_for_the_checkout_that_travels_with_them(tmp_path):
         c.travelling_bytes(tmp_path / "plain")
 
 
+def test_learning_rate_names_and_choice():
+    c = load_campaign()
+    assert [c.rate_name(r) for r in (3e-4, 1e-3, 2.5e-4, 5e-5)] == ["3e-4", "1e-3", "2.5e-4", "5e-5"]
+    assert float(c.rate_name(2.5e-4)) == 2.5e-4
+
+    def measured(dev_f1):
+        return {"summary": {"dev": {"f1": {"mean": dev_f1}}, "test": {"f1": {"mean": 0.99}}}}
+
+    assert c.chosen_learning_rate({"lr-3e-4": measured(0.5)})[0] is None  # 1e-3 not measured yet
+    assert c.chosen_learning_rate({"lr-3e-4": measured(0.5), "lr-1e-3": {"error": "exited with 1"}}) == (
+        None, "lr-1e-3 not measured")  # fmt: skip
+    assert c.chosen_learning_rate({"lr-3e-4": measured(0.5), "lr-1e-3": measured(0.4)})[0] == 3e-4
+    assert c.chosen_learning_rate({"lr-3e-4": measured(0.4), "lr-1e-3": measured(0.5)})[0] == 1e-3
+    assert c.chosen_learning_rate({"lr-3e-4": measured(0.5), "lr-1e-3": measured(0.5)})[0] == 3e-4  # tie: lower
+
+
 def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_results(tmp_path, monkeypatch):
     """Call 1 measures base-speed before any model exists; call 5 runs the comparisons: base-speed is not
-    measured again, a failed run is recorded and the next one still runs; a later call retries only it."""
+    measured again, the learning rate is chosen on development F1 before the defaults rows, a failed run is
+    recorded and the next one still runs; a later call retries only it."""
     import bioelectra.presets
 
     c = load_campaign()
     monkeypatch.setattr(bioelectra.presets, "build_untrained_twin", lambda model, target, seed: target.mkdir(exist_ok=True))
     work, out = tmp_path / "work", tmp_path / "out"
-    ran, failing = [], {"ncbi-twin"}
+    ran, failing, rates = [], {"ncbi-twin"}, {}
+    dev_f1 = {"3e-4": 0.40, "1e-3": 0.45}  # the higher rate wins on development F1 here
 
     def finetune(cmd, **kwargs):
         run_dir = Path(cmd[cmd.index("--output-dir") + 1])
         ran.append(run_dir.name)
+        rate = cmd[cmd.index("--learning-rate") + 1] if "--learning-rate" in cmd else None
+        rates[run_dir.name] = rate
         if run_dir.name in failing:
             raise SystemExit("error: finetune.py ... exited with 1")
         run_dir.mkdir(parents=True)
-        (run_dir / "results.json").write_text(json.dumps({"summary": {"test_f1": {"mean": 0.5}}}))
+        summary = {"dev": {"f1": {"mean": dev_f1.get(rate, 0.5)}}, "test": {"f1": {"mean": 0.5}}}
+        (run_dir / "results.json").write_text(json.dumps({"summary": summary}))
 
     monkeypatch.setattr(sys.modules["campaign_finetune"], "run", finetune)  # the stage's own module
     args = argparse.Namespace(work=work, out=out, hparams=c.HPARAMS, budget_seconds=600.0, trials=1, only=None,
-                              extra="", quiet=True)  # fmt: skip
+                              extra="", quiet=True, learning_rate=None)  # fmt: skip
     c.cmd_finetune_eval(args)  # no export yet: only base-speed can run
     assert ran == ["base-speed"]
-    assert json.loads((out / "finetune.json").read_text())["skipped"] == [
-        "ncbi-small", "ncbi-twin", "ncbi-small-bio-electra-protocol", "ncbi-twin-bio-electra-protocol"]  # fmt: skip
+    comparisons = ["ncbi-small", "ncbi-twin", "ncbi-small-bio-electra-protocol", "ncbi-twin-bio-electra-protocol"]
+    assert json.loads((out / "finetune.json").read_text())["skipped"] == ["lr-3e-4", "lr-1e-3", *comparisons]
 
     shutil.rmtree(out)  # the device empties $OUT before every call
     (work / "export" / "discriminator").mkdir(parents=True)
     ran.clear()
     with pytest.raises(SystemExit, match="1 fine-tuning run"):
         c.cmd_finetune_eval(args)
-    assert ran == ["ncbi-small", "ncbi-twin", "ncbi-small-bio-electra-protocol", "ncbi-twin-bio-electra-protocol"]
+    assert ran == ["lr-3e-4", "lr-1e-3", *comparisons]
+    assert rates["lr-3e-4"] == "3e-4" and rates["ncbi-small"] == rates["ncbi-twin"] == "1e-3"  # model and twin alike
+    assert rates["ncbi-small-bio-electra-protocol"] == "3e-4"  # a protocol keeps its own rate
     results = json.loads((out / "finetune.json").read_text())
+    assert results["learning_rate"] == {"rate": 1e-3, "why": "3e-4: dev F1 40.00, 1e-3: dev F1 45.00"}
+    assert results["ncbi-small"]["learning_rate"] == 1e-3 and "--learning-rate 1e-3" in results["ncbi-small"]["command"]
     assert results["base-speed"]["summary"] and "exited with 1" in results["ncbi-twin"]["error"]
     assert "summary" not in results["ncbi-twin"] and results["ncbi-twin-bio-electra-protocol"]["summary"]
 
@@ -380,6 +416,19 @@ def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_result
     failing.clear()
     c.cmd_finetune_eval(args)
     assert ran == ["ncbi-twin"] and json.loads((out / "finetune.json").read_text())["ncbi-twin"]["summary"]
+
+    # a failed candidate holds the defaults rows back (the choice needs every candidate); a given rate skips the choice
+    shutil.rmtree(work / "finetune")
+    (work / "finetune.json").unlink()
+    ran.clear()
+    failing.add("lr-1e-3")
+    with pytest.raises(SystemExit, match="1 fine-tuning run"):
+        c.cmd_finetune_eval(argparse.Namespace(**{**vars(args), "only": ["lr-3e-4", "lr-1e-3", "ncbi-small"]}))
+    assert ran == ["lr-3e-4", "lr-1e-3"]
+    assert json.loads((out / "finetune.json").read_text())["skipped"] == ["ncbi-small"]
+    ran.clear()
+    c.cmd_finetune_eval(argparse.Namespace(**{**vars(args), "only": ["ncbi-small"], "learning_rate": 2e-3}))
+    assert ran == ["ncbi-small"] and rates["ncbi-small"] == "2e-3"
 
 
 @pytest.mark.slow
@@ -471,9 +520,10 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     assert (shipped / "vocab.txt").read_text().splitlines()[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
     campaign("finetune-eval", "--work", work, "--out", out, "--trials", "1", "--only", "ncbi-small",
-             "bc5cdr-chem-twin", "--extra=--max-steps 2 --max-train-examples 8", "--quiet")  # fmt: skip
+             "bc5cdr-chem-twin", "--learning-rate", "1e-3", "--extra=--max-steps 2 --max-train-examples 8", "--quiet")  # fmt: skip
     results = json.loads((out / "finetune.json").read_text())
-    assert set(results) == {"ncbi-small", "bc5cdr-chem-twin", "skipped"} and results["skipped"] == []
+    assert set(results) == {"ncbi-small", "bc5cdr-chem-twin", "skipped", "learning_rate"} and results["skipped"] == []
+    assert results["learning_rate"] == {"rate": 1e-3, "why": "--learning-rate"}
     assert results["ncbi-small"]["summary"] and results["ncbi-small"]["wall_seconds"] > 0
 
     # the brought-back figures as tables (here: only ncbi-small and bc5cdr-chem's twin ran)

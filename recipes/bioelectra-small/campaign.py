@@ -63,9 +63,13 @@ from campaign_common import (  # noqa: E402
 from campaign_finetune import (  # noqa: E402, F401
     BIO_ELECTRA_ROW,
     DEFAULTS_ROW,
+    LEARNING_RATE_CANDIDATES,
+    LEARNING_RATE_ROW,
     SPEED_ROW,
+    chosen_learning_rate,
     cmd_finetune_eval,
     finetune_queue,
+    rate_name,
 )  # fmt: skip
 from campaign_here import (  # noqa: E402, F401
     bf16_copy,
@@ -521,6 +525,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--budget-seconds", type=float, default=300.0)
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--only", nargs="*", default=None)
+    p.add_argument("--learning-rate", type=float, default=None,
+                   help="the rate of the finetune's-defaults runs (default: chosen by the lr-* runs on NCBI-disease dev F1)")  # fmt: skip
     p.add_argument("--extra", default="", help="more finetune options for every run, one string: --extra='--max-steps 2'")
     p.add_argument("--quiet", action="store_true")
 

@@ -25,6 +25,7 @@ from campaign_common import (  # noqa: E402
     run,
     write_json,
 )  # fmt: skip
+from campaign_finetune import LEARNING_RATE_ROW, chosen_learning_rate, rate_name  # noqa: E402
 
 
 def load_shared_corpus():
@@ -343,6 +344,23 @@ def results_report(results: Path, finetune: dict) -> str:
             lines.append(f"| {what} | {num(count)} | {stated} |")
 
     done = {name: r for name, r in finetune.items() if isinstance(r, dict) and "row" in r}
+    tried = {name: r for name, r in done.items() if r["row"] == LEARNING_RATE_ROW}
+    if tried:
+        rate, why = chosen_learning_rate(finetune)
+        lines += ["", "## The learning rate of finetune's defaults", "",
+                  "bioelectra-small fine-tuned on NCBI-disease with each candidate rate, one trial of 3 epochs (seed 42); "
+                  "the choice looks at development F1 only.", "", "| learning rate | dev F1 | time (s) |", "|---:|---:|---:|"]  # fmt: skip
+        for r in tried.values():
+            stats = ((r.get("summary") or {}).get("dev") or {}).get("f1") or {}
+            cell = f"{100 * stats['mean']:.2f}" if stats.get("mean") is not None else ("failed" if "error" in r else "-")
+            lines.append(f"| {rate_name(r['learning_rate'])} | {cell} | {r['wall_seconds']:.0f} |")
+        lines += ["", f"Chosen: {rate_name(rate)}, the rate of the \"finetune's defaults\" rows below; register it for "
+                  f"bioelectra-small in `SHIPPED_MODEL_LEARNING_RATES` (`bioelectra/presets.py`) when it ships."
+                  if rate is not None else f"No rate chosen yet ({why})."]  # fmt: skip
+        used = (finetune.get("learning_rate") or {}).get("rate")
+        if used is not None and used != rate:
+            lines[-1] += f" The rows below used {rate_name(used)} ({finetune['learning_rate'].get('why')})."
+        done = {name: r for name, r in done.items() if name not in tried}
     lines += ["", "## Fine-tuning", "", "Entity-level F1 (percent), mean ± std over the trials; the same command for "
               "bioelectra-small and its untrained twin (only `--ckpt` differs).", "",
               "| comparison | small dev F1 | small test F1 | twin dev F1 | twin test F1 | gain dev / test |",
