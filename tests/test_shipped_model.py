@@ -1,4 +1,5 @@
-"""The shipped bioelectra-mini discriminator: files, size, loading offline and predicting."""
+"""The shipped discriminators (bioelectra-mini, and any model added to ``SHIPPED_MODELS``): files, size,
+registration, loading offline and predicting."""
 
 from __future__ import annotations
 
@@ -27,11 +28,15 @@ def model_vocab_size(path) -> int:
     return json.loads((path / "config.json").read_text())["vocab_size"]
 
 
-def test_bioelectra_mini_files_and_model_card():
-    assert "bioelectra-mini" in SHIPPED_MODELS
-    path = shipped_model_dir("bioelectra-mini")
+#: The cap on a shipped model's float16 weights (issue 14: at most 32 MB, so the package stays installable).
+MAX_SHIPPED_BYTES = 32 * 1024 * 1024
+
+
+@pytest.mark.parametrize("name", SHIPPED_MODELS)
+def test_shipped_model_files_and_model_card(name):
+    path = shipped_model_dir(name)
     weights = path / "model.safetensors"
-    assert weights.stat().st_size <= 20 * 1024 * 1024
+    assert weights.stat().st_size <= MAX_SHIPPED_BYTES
     from safetensors import safe_open
 
     with safe_open(str(weights), framework="pt") as f:
@@ -40,11 +45,32 @@ def test_bioelectra_mini_files_and_model_card():
     assert config["architectures"] == ["ElectraForPreTraining"]
     vocab = (path / "vocab.txt").read_text(encoding="utf-8").splitlines()
     assert config["vocab_size"] == len(vocab) and vocab[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert json.loads((path / "tokenizer_config.json").read_text())["model_max_length"] == config["max_position_embeddings"]
     card = (path / "README.md").read_text()
-    for needed in ("recipe.sh", "disc_auc", "masked_lm_accuracy", "Intended use", "Limitations", "OHSUMED", "licen"):
+    for needed in ("disc_auc", "masked_lm_accuracy", "Intended use", "Limitations", "licen", f"--ckpt {name}"):
         assert needed in card, needed
+
+
+def test_bioelectra_mini_model_card_names_its_recipe_and_corpus():
+    assert "bioelectra-mini" in SHIPPED_MODELS
+    card = (shipped_model_dir("bioelectra-mini") / "README.md").read_text()
+    for needed in ("recipe.sh", "OHSUMED"):
+        assert needed in card, needed
+    assert (shipped_model_dir("bioelectra-mini") / "model.safetensors").stat().st_size <= 20 * 1024 * 1024
     with pytest.raises(ValueError, match="unknown shipped model"):
         shipped_model_dir("bioelectra-huge")
+
+
+def test_every_shipped_model_has_its_twin_and_its_learning_rate():
+    """Shipping a model means registering it three times in bioelectra/presets.py; a missing entry would make
+    the default command compare it unfairly (the twin at another rate) or not at all."""
+    from bioelectra.checkpoints import DEFAULT_CKPT
+    from bioelectra.presets import SHIPPED_MODEL_LEARNING_RATES
+
+    assert sorted(UNTRAINED_TWINS.values()) == sorted(SHIPPED_MODELS)
+    assert all(twin == f"{name}-untrained" for twin, name in UNTRAINED_TWINS.items())
+    assert sorted(SHIPPED_MODEL_LEARNING_RATES) == sorted(SHIPPED_MODELS)
+    assert DEFAULT_CKPT in SHIPPED_MODELS
 
 
 def replaced_token_auc(path, *, draws: int = 20, seed: int = 0) -> float:
@@ -76,15 +102,16 @@ def replaced_token_auc(path, *, draws: int = 20, seed: int = 0) -> float:
     return sum(pairs) / len(pairs)
 
 
-def test_bioelectra_mini_detects_replaced_tokens_with_its_tokenizer(tmp_path):
+@pytest.mark.parametrize("name", SHIPPED_MODELS)
+def test_shipped_model_detects_replaced_tokens_with_its_tokenizer(name, tmp_path):
     """Replaced token detection with the shipped tokenizer: the shipped discriminator ranks replaced tokens
-    above original ones (AUC 0.74 when written), its untrained twin does not (about 0.5)."""
-    path = shipped_model_dir("bioelectra-mini")
+    above original ones (bioelectra-mini: AUC 0.74 when written), its untrained twin does not (about 0.5)."""
+    path = shipped_model_dir(name)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    # the shipped vocabulary is uncased (trained by `pretrain build-vocab` on the corpus)
+    # the shipped vocabularies are uncased (trained by `pretrain build-vocab` on the corpus)
     assert tokenizer.tokenize("BRCA1 Gene") == tokenizer.tokenize("brca1 gene")
     trained = replaced_token_auc(path)
-    untrained = replaced_token_auc(build_preset_checkpoint("bioelectra-mini-untrained", tmp_path / "twin"))
+    untrained = replaced_token_auc(build_preset_checkpoint(f"{name}-untrained", tmp_path / "twin"))
     assert trained > 0.65, trained
     assert abs(untrained - 0.5) < 0.1, untrained
     assert trained - untrained > 0.15, (trained, untrained)
