@@ -101,3 +101,45 @@ def test_a_failed_profile_leaves_the_timing_standing(bench, tiny, monkeypatch):
     assert bench.failures(json.loads(out.read_text())) == [
         "cases[0].optimized.profile: RuntimeError: profiler: CUPTI_ERROR_NOT_INITIALIZED"
     ]
+
+
+def test_markdown_reads_the_figures_the_targets_and_what_limits_each_case(bench, tmp_path, capsys):
+    """The README's speed table from a GPU-shaped report: same-run ratio, both MFUs, the compiled speed of the
+    same case, each target met or not from the better of eager and compiled, the profile and host waits."""
+    profile = {"steps": 10, "wall_seconds_per_step": 0.02, "device_busy_fraction": 0.41, "kernel_launches_per_step": 1234.0,
+               "device_seconds_per_step_by_group": {"matmul": 0.004, "attention": 0.002, "optimizer": 0.001}}
+    report = {
+        "device": "NVIDIA H100 80GB HBM3", "torch": "2.11.0", "measured_bf16_matmul_flops": 7.5e14,
+        "cases": [
+            {"size": "small", "seq_len": 128, "batch_size": 128, "speedup": 3.5,
+             "optimized": {"steps_per_second": 30.0, "sequences_per_second": 3840.0, "mfu": 0.05, "mfu_measured": 0.066,
+                           "profile": profile, "host_syncs": {"host_syncs_per_step": 1.0, "where": {"masking_utils.py:10": 3}}},
+             "naive": {"steps_per_second": 8.57}},
+            {"size": "base", "seq_len": 128, "batch_size": 128, "speedup": 2.0,
+             "optimized": {"steps_per_second": 24.0, "sequences_per_second": 3072.0, "mfu": 0.3}, "naive": {"steps_per_second": 12.0}},
+            {"size": "base", "seq_len": 512, "batch_size": 32, "optimized": {"steps_per_second": 15.0, "sequences_per_second": 480.0},
+             "naive": {"error": "out of memory: CUDA out of memory", "exception": "OutOfMemoryError"}},
+            {"size": "recipes/bioelectra-small/hparams.json", "seq_len": 128, "batch_size": 256,
+             "optimized": {"error": "RuntimeError: boom", "exception": "RuntimeError"}},
+        ],
+    }  # fmt: skip
+    compiled = {"cases": [{"size": "small", "seq_len": 128, "batch_size": 128, "speedup_over_eager": 1.4,
+                           "optimized": {"steps_per_second": 42.0, "sequences_per_second": 5376.0}}]}  # fmt: skip
+    text = bench.markdown(report, compiled)
+    for line in (
+        "Device: NVIDIA H100 80GB HBM3, torch 2.11.0; measured bf16 matmul rate: 750 TFLOP/s.",
+        "| ELECTRA-Small | 128 x 128 | 30.00 | 3,840 | 8.57 | x3.50 | 6.6% | 5.0% | 42.0 (x1.40) | >= 35 steps/s on an H100: met |",
+        "| ELECTRA-Base | 128 x 128 | 24.00 | 3,072 | 12.00 | x2.00 | - | 30.0% | - | >= 3,000 sequences/s on an H100: met |",
+        "| ELECTRA-Base | 32 x 512 | 15.00 | 480 | failed: out of memory: CUDA out of memory | - | - | - | - | >= 550 sequences/s on an H100: not met |",
+        "| bioelectra-small | 256 x 128 | failed: RuntimeError: boom |",
+        "- ELECTRA-Small, 128 x 128: device busy 41.0% of a 20.00 ms step, 1,234 kernel launches per step; device time per step: "
+        "matmul 4.00 ms, attention 2.00 ms, optimizer 1.00 ms; 1 host synchronisations per step at masking_utils.py:10 (3).",
+    ):  # fmt: skip
+        assert line in text, f"{line}\n---\n{text}"
+    assert "ELECTRA-Base, 128 x 128:" not in text  # neither profiled nor counted: no line of guesses
+
+    path, compiled_path = tmp_path / "bench.json", tmp_path / "bench-compiled.json"
+    path.write_text(json.dumps(report))
+    compiled_path.write_text(json.dumps(compiled))
+    assert bench.cli(["--markdown", str(path), str(compiled_path)]) == 0  # runs nothing, so nothing fails
+    assert capsys.readouterr().out == text

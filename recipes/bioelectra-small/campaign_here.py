@@ -25,14 +25,18 @@ from campaign_common import (  # noqa: E402
     run,
     write_json,
 )  # fmt: skip
-from campaign_finetune import LEARNING_RATE_ROW, chosen_learning_rate, rate_name  # noqa: E402
+from campaign_finetune import LEARNING_RATE_ROW, SPEED_TARGET_SECONDS, chosen_learning_rate, rate_name  # noqa: E402
 
 
-def load_shared_corpus():
-    spec = importlib.util.spec_from_file_location("shared_corpus", REPO / "recipes" / "shared_corpus.py")
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_shared_corpus():
+    return _load("shared_corpus", REPO / "recipes" / "shared_corpus.py")
 
 
 def split_documents(text_file: Path, chunk_bytes: int):
@@ -343,6 +347,12 @@ def results_report(results: Path, finetune: dict) -> str:
             what, stated = terms.get(name, (name, "-"))
             lines.append(f"| {what} | {num(count)} | {stated} |")
 
+    if bench.get("cases"):
+        throughput = _load("pretrain_throughput", REPO / "bench" / "pretrain_throughput.py")
+        lines += ["", "## Throughput", "", "`bench/pretrain_throughput.py` (call 1; the compiled speeds from `bench-compiled.json`, "
+                  "calls 2 and 5): ours beside a naive fp32 eager loop in the same run, synthetic batches.", "",
+                  throughput.markdown(bench, read_json(results / "bench-compiled.json", None)).rstrip()]  # fmt: skip
+
     done = {name: r for name, r in finetune.items() if isinstance(r, dict) and "row" in r}
     tried = {name: r for name, r in done.items() if r["row"] == LEARNING_RATE_ROW}
     if tried:
@@ -383,7 +393,9 @@ def results_report(results: Path, finetune: dict) -> str:
     for r in done.values():
         if r["model"] == "base":
             lines += ["", f"{r['row']}, an ELECTRA-Base-sized model with random weights on {bench.get('device', '-')}: "
-                      + (f"{r['wall_seconds']:.0f} s end to end." if "error" not in r else f"failed ({r['error']}).")]  # fmt: skip
+                      + (f"{r['wall_seconds']:.0f} s end to end (target: under {SPEED_TARGET_SECONDS} s, "
+                         f"{'met' if r['wall_seconds'] < SPEED_TARGET_SECONDS else 'not met'})."
+                         if "error" not in r else f"failed ({r['error']}).")]  # fmt: skip
     commands = [f"- `{name}`: `finetune {r['command']}`" for name, r in done.items()]
     lines += ["", "Commands (on the device; paths as there):", "", *commands, ""]
     return "\n".join(lines)
