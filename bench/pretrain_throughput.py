@@ -27,8 +27,10 @@ A case's size is ``small``, ``base``, ``large`` or the path of a ``pretrain trai
 synchronisations of 3 more steps, and the Python lines that made them (``host_syncs``). ``warmup_seconds`` is the
 wall time of the untimed first steps: with ``--compile``, mostly the compilation. ``--matmul`` measures the device's bf16 matrix rate (an 8192^3 product, median
 of 10 after 3 warm-ups, random data) and reports ``mfu_measured`` against it beside ``mfu`` (data-sheet
-peak). ``--profile N`` profiles N optimized steps of the first case with ``torch.profiler`` and reports the
-kernels by device time, grouped (matrix products, attention, optimizer, ...).
+peak). ``--profile N`` profiles N more optimized steps of every case with ``torch.profiler`` and reports
+the kernels by device time, grouped (matrix products, attention, optimizer, ...); ``model_flops_share``
+says how the model FLOPs divide between the discriminator, the generator's encoder and its vocabulary
+projection.
 
 MFU: model FLOPs per step / step time / the device's dense bf16 peak. Model FLOPs per step (training =
 3 x forward) for each of the generator and the discriminator: ``6 * N_layers_params * tokens`` (encoder
@@ -80,16 +82,23 @@ def encoder_flops_per_token(cfg, seq_len: int) -> float:
     return 6 * (layers * per_layer_params + project) + 12 * layers * seq_len * h
 
 
-def model_flops_per_step(config: ElectraPretrainingConfig, batch: int, seq_len: int, masked: int) -> float:
-    """Model FLOPs of one training step (see the module docstring)."""
+def model_flops_parts(config: ElectraPretrainingConfig, batch: int, seq_len: int, masked: int) -> dict[str, float]:
+    """Model FLOPs of one training step by part (see the module docstring): ``discriminator`` (encoder and
+    head), ``generator encoder`` and ``generator vocabulary projection`` (its masked-LM head at the ``masked``
+    positions of the batch)."""
     d, g = config.discriminator_config, config.generator_config
     tokens = batch * seq_len
-    disc = tokens * (
-        encoder_flops_per_token(d, seq_len) + 6 * (d.hidden_size * d.hidden_size + d.hidden_size)
-    )
-    gen = tokens * encoder_flops_per_token(g, seq_len)
-    gen += 6 * masked * (g.hidden_size * g.embedding_size + g.embedding_size * g.vocab_size)
-    return float(disc + gen)
+    disc = tokens * (encoder_flops_per_token(d, seq_len) + 6 * (d.hidden_size * d.hidden_size + d.hidden_size))
+    return {
+        "discriminator": float(disc),
+        "generator encoder": float(tokens * encoder_flops_per_token(g, seq_len)),
+        "generator vocabulary projection": float(6 * masked * (g.hidden_size * g.embedding_size + g.embedding_size * g.vocab_size)),
+    }
+
+
+def model_flops_per_step(config: ElectraPretrainingConfig, batch: int, seq_len: int, masked: int) -> float:
+    """Model FLOPs of one training step: the sum of :func:`model_flops_parts`."""
+    return float(sum(model_flops_parts(config, batch, seq_len, masked).values()))
 
 
 def measured_matmul_flops(device: torch.device, n: int = 8192, repeats: int = 10) -> float:
@@ -316,8 +325,10 @@ def run_loop(
     else:  # process-wide peak resident set (ru_maxrss is KiB on Linux): includes earlier cases
         result["peak_rss_bytes_process"] = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
     masked = int(sum((bb["labels"] != -100).sum().item() for bb in batches) / len(batches))
-    flops = model_flops_per_step(config, b, s, masked)
+    parts = model_flops_parts(config, b, s, masked)
+    flops = sum(parts.values())
     result["model_flops_per_step"] = flops
+    result["model_flops_share"] = {part: round(value / flops, 3) for part, value in parts.items()}
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
         peak = next((v for k, v in PEAK_BF16_FLOPS.items() if k in name), None)
@@ -426,6 +437,9 @@ def markdown(report: dict, compiled: dict | None = None) -> str:
             parts.append(f"device busy {pct(profile.get('device_busy_fraction'))} of a {1000 * profile['wall_seconds_per_step']:.2f} ms step, "
                          f"{num(profile.get('kernel_launches_per_step'), ',.0f')} kernel launches per step"
                          + (f"; device time per step: {groups}" if groups else ""))  # fmt: skip
+        share = opt.get("model_flops_share") or {}
+        if share:
+            parts.append("model FLOPs: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in share.items()))
         if syncs.get("host_syncs_per_step") is not None:
             where = ", ".join(f"{k} ({v})" for k, v in syncs.get("where", {}).items())
             parts.append(f"{syncs['host_syncs_per_step']:g} host synchronisations per step" + (f" at {where}" if where else ""))
@@ -468,7 +482,7 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--matmul", action="store_true", help="CUDA: measure the bf16 matmul rate (MFU denominator)")
-    parser.add_argument("--profile", type=int, default=0, help="profile this many optimized steps of the first case")
+    parser.add_argument("--profile", type=int, default=0, help="profile this many optimized steps of every case")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON report here")
     parser.add_argument("--markdown", type=Path, nargs="+", default=None, metavar="REPORT.json",
                         help="print a written report (and a --compile one of the same cases) as Markdown; runs nothing")  # fmt: skip
@@ -498,7 +512,7 @@ def main(argv: list[str] | None = None) -> dict:
         else:
             matmul_flops = rate["flops"]
             report["measured_bf16_matmul_flops"] = round(matmul_flops, -9)
-    for index, case in enumerate(args.cases.split(",")):
+    for case in args.cases.split(","):
         if device.type == "cuda":
             torch.cuda.empty_cache()
         size, seq, *rest = case.rsplit(":", 2) if case.count(":") >= 2 else case.split(":")
@@ -532,7 +546,7 @@ def main(argv: list[str] | None = None) -> dict:
             config,
             batches,
             optimized=True,
-            profile=args.profile if index == 0 else 0,
+            profile=args.profile,
             matmul_flops=matmul_flops,
             **common,
         )

@@ -99,8 +99,18 @@ def test_a_failed_profile_leaves_the_timing_standing(bench, tiny, monkeypatch):
     case = json.loads(out.read_text())["cases"][0]["optimized"]
     assert case["steps_per_second"] > 0 and case["profile"]["exception"] == "RuntimeError"
     assert bench.failures(json.loads(out.read_text())) == [
-        "cases[0].optimized.profile: RuntimeError: profiler: CUPTI_ERROR_NOT_INITIALIZED"
+        f"cases[{i}].optimized.profile: RuntimeError: profiler: CUPTI_ERROR_NOT_INITIALIZED" for i in (0, 1)
     ]
+
+
+def test_every_case_is_profiled_and_its_model_flops_divided(bench, tiny):
+    argv, out = tiny
+    assert bench.cli([*argv, "--profile", "1", "--no-baseline"]) == 0
+    cases = json.loads(out.read_text())["cases"]
+    assert [c["optimized"]["profile"]["steps"] for c in cases] == [1, 1]
+    share = cases[0]["optimized"]["model_flops_share"]
+    assert set(share) == {"discriminator", "generator encoder", "generator vocabulary projection"}
+    assert abs(sum(share.values()) - 1.0) < 0.01 and all(v > 0 for v in share.values())
 
 
 def test_markdown_reads_the_figures_the_targets_and_what_limits_each_case(bench, tmp_path, capsys):
@@ -113,7 +123,7 @@ def test_markdown_reads_the_figures_the_targets_and_what_limits_each_case(bench,
         "cases": [
             {"size": "small", "seq_len": 128, "batch_size": 128, "speedup": 3.5,
              "optimized": {"steps_per_second": 30.0, "sequences_per_second": 3840.0, "mfu": 0.05, "mfu_measured": 0.066,
-                           "profile": profile, "host_syncs": {"host_syncs_per_step": 1.0, "where": {"masking_utils.py:10": 3}}},
+                           "model_flops_share": {"discriminator": 0.7, "generator vocabulary projection": 0.3}, "profile": profile, "host_syncs": {"host_syncs_per_step": 1.0, "where": {"masking_utils.py:10": 3}}},
              "naive": {"steps_per_second": 8.57}},
             {"size": "base", "seq_len": 128, "batch_size": 128, "speedup": 2.0,
              "optimized": {"steps_per_second": 24.0, "sequences_per_second": 3072.0, "mfu": 0.3}, "naive": {"steps_per_second": 12.0}},
@@ -133,7 +143,8 @@ def test_markdown_reads_the_figures_the_targets_and_what_limits_each_case(bench,
         "| ELECTRA-Base | 32 x 512 | 15.00 | 480 | failed: out of memory: CUDA out of memory | - | - | - | - | >= 550 sequences/s on an H100: not met |",
         "| bioelectra-small | 256 x 128 | failed: RuntimeError: boom |",
         "- ELECTRA-Small, 128 x 128: device busy 41.0% of a 20.00 ms step, 1,234 kernel launches per step; device time per step: "
-        "matmul 4.00 ms, attention 2.00 ms, optimizer 1.00 ms; 1 host synchronisations per step at masking_utils.py:10 (3).",
+        "matmul 4.00 ms, attention 2.00 ms, optimizer 1.00 ms; model FLOPs: discriminator 70%, generator vocabulary projection 30%; "
+        "1 host synchronisations per step at masking_utils.py:10 (3).",
     ):  # fmt: skip
         assert line in text, f"{line}\n---\n{text}"
     assert "ELECTRA-Base, 128 x 128:" not in text  # neither profiled nor counted: no line of guesses

@@ -10,7 +10,7 @@ Stages (each ``python recipes/bioelectra-small/campaign.py STAGE ...``):
 - ``setup`` (device): install the wheels, unpack the packs given, record the machine (GPU, versions, the
   measured bf16 matmul rate and copy bandwidth) in ``$OUT/env.json``.
 - ``bench`` (device): ``bench/pretrain_throughput.py`` on the three ELECTRA cases and this recipe's model,
-  each beside the naive fp32 eager loop, with the profile of the recipe's model: ``$OUT/bench.json``; with
+  each beside the naive fp32 eager loop, each profiled: ``$OUT/bench.json``; with
   ``--compile``, the recipe's model (or ``--cases``) under ``torch.compile``, added to
   ``$OUT/bench-compiled.json``.
 - ``data`` (device): ``pretrain build-data`` over the unpacked text on every core.
@@ -225,7 +225,7 @@ def cmd_bench(args) -> None:
     previous = read_json(args.work / name, {}) if args.compile else {}
     fresh = args.work / f"{Path(name).stem}-run.json"  # this run's report alone, however far it got
     fresh.unlink(missing_ok=True)
-    # the recipe's model first: it is the one profiled, and the one train plans on if a later case fails
+    # the recipe's model first: the one train plans on, measured even if a later case fails
     ordered = sorted(cases.split(","), key=lambda c: 0 if _case_size(c.split(":")[0]) == _case_size(str(args.hparams)) else 1)
     cmd = [sys.executable, REPO / "bench" / "pretrain_throughput.py", "--cases", ",".join(ordered),
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--matmul", "--profile", str(args.profile),
