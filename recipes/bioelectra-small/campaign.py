@@ -22,10 +22,12 @@ Stages (each ``python recipes/bioelectra-small/campaign.py STAGE ...``):
   run's ``log_history.jsonl``).
 - ``collect`` (device): float32 export of generator + discriminator, pre-training metrics, logs: one tar in
   pieces of at most 15 MiB under ``$OUT`` (``cat results.tar.part-* | tar x`` here).
-- ``finetune-eval`` (device): the comparisons (bioelectra-small against its untrained twin, ...) in order
-  of priority while ``--budget-seconds`` last, and the fine-tuning speed of an ELECTRA-Base-sized model.
+- ``finetune-eval`` (device, or here afterwards): the learning rate of ``finetune``'s defaults for
+  bioelectra-small (chosen on NCBI-disease development F1), then the comparisons (bioelectra-small against
+  its untrained twin, ...) in order of priority while ``--budget-seconds`` last, and the fine-tuning speed
+  of an ELECTRA-Base-sized model.
 - ``ship``, ``report`` (here): the brought-back discriminator as the package's float16 model; the
-  brought-back figures as the Markdown tables of its model card.
+  brought-back figures as the Markdown tables of its model card and the README (throughput included).
 
 Every stage reads and writes under ``--work`` (default ``work/bioelectra-small``; on the device a folder
 that lives as long as the machine, e.g. ``/tmp/bes``) and writes what must come back under ``--out``
