@@ -57,6 +57,7 @@ from campaign_common import (  # noqa: E402
     HPARAMS,
     REPO,
     log,
+    majority_class_warning,
     read_json,
     run,
     use_site,
@@ -392,6 +393,10 @@ def cmd_poll(args) -> None:
         keep = ("step", "eval_masked_lm_accuracy", "eval_disc_auc", "eval_disc_recall", "eval_disc_precision",
                 "eval_disc_loss", "eval_disc_attention_entropy")  # fmt: skip
         print("eval", json.dumps({k: record[k] for k in keep if k in record}))
+    hp = read_json(args.work / "train-hparams.json", {}) or {}
+    warning = majority_class_warning(progress["evals"], untied=hp.get("untied_generator", True))
+    if warning:
+        print(warning)
     print("done" if progress["done"] else "running", json.dumps(progress["done"]))
     if progress["done"] and progress["done"].get("returncode"):
         tail = (args.work / "train.log").read_text(errors="replace").splitlines()[-30:]

@@ -76,3 +76,24 @@ def write_json(path: Path, data) -> None:
     """Atomic JSON write (:func:`bioelectra.textio.atomic_write_text`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+
+
+#: ``eval_disc_recall`` at or below this counts as "predicts only original": the majority class.
+STUCK_RECALL = 0.005
+
+
+def majority_class_warning(evals: list[dict], untied: bool) -> str | None:
+    """RUNBOOK's stop rule as a message, or None: the last two evaluations of ``evals`` (``log_history``
+    records) both have ``eval_disc_recall`` <= :data:`STUCK_RECALL`, so the discriminator has been
+    predicting "original" for every token over an evaluation interval, as bioelectra-mini's run 6 did until
+    it was stopped (docs/bioelectra-mini.md). With an untied generator the rule says: stop and train again
+    tied; a tied run is only reported."""
+    recalls = [(e["step"], e["eval_disc_recall"]) for e in evals if e.get("eval_disc_recall") is not None]
+    if len(recalls) < 2 or any(r > STUCK_RECALL for _, r in recalls[-2:]):
+        return None
+    steps = " and ".join(str(s) for s, _ in recalls[-2:])
+    message = f"WARNING: eval_disc_recall <= {STUCK_RECALL} at steps {steps}: the discriminator is stuck on the majority class"
+    if untied:
+        return message + ("; RUNBOOK: stop the run (kill the pid in train-pid.json) and train again tied: "
+                          "train ... --set untied_generator false")  # fmt: skip
+    return message + " (already tied)"
