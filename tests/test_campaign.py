@@ -264,6 +264,8 @@ def test_poll_warns_when_the_discriminator_is_stuck_on_the_majority_class(tmp_pa
     assert "steps 500 and 750" in c.majority_class_warning(evals(0.3, 0.001, 0.0), untied=True)
     assert "--set untied_generator false" in c.majority_class_warning(evals(0.0, 0.0), untied=True)
     assert c.majority_class_warning(evals(0.0, 0.0), untied=False).endswith("(already tied)")
+    ranking = [{"step": 1000, "eval_disc_recall": 0.0, "eval_disc_auc": 0.573}, {"step": 2000, "eval_disc_recall": 0.0, "eval_disc_auc": 0.634}]
+    assert c.majority_class_warning(ranking, untied=True) is None  # no recall yet, but the ranking is learning
 
     work = tmp_path / "work"
     (work / "run").mkdir(parents=True)

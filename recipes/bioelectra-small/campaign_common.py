@@ -81,18 +81,25 @@ def write_json(path: Path, data) -> None:
 #: ``eval_disc_recall`` at or below this counts as "predicts only original": the majority class.
 STUCK_RECALL = 0.005
 
+#: ... and ``eval_disc_auc`` below this as "ranks replaced tokens barely above chance". A discriminator can
+#: recall nothing at the 0.5 threshold while its ranking improves (bioelectra-mini's run 7: recall 0.000 at
+#: AUC 0.573, then 0.033 at 0.634); stuck runs stayed at 0.54-0.58 (run 6: 0.537; the recipe's shape on the
+#: 2-core CPU at batch 32, untied, 1e-3: 0.537-0.577 from step 500 to 1,500).
+STUCK_AUC = 0.6
+
 
 def majority_class_warning(evals: list[dict], untied: bool) -> str | None:
     """RUNBOOK's stop rule as a message, or None: the last two evaluations of ``evals`` (``log_history``
-    records) both have ``eval_disc_recall`` <= :data:`STUCK_RECALL`, so the discriminator has been
-    predicting "original" for every token over an evaluation interval, as bioelectra-mini's run 6 did until
-    it was stopped (docs/bioelectra-mini.md). With an untied generator the rule says: stop and train again
-    tied; a tied run is only reported."""
-    recalls = [(e["step"], e["eval_disc_recall"]) for e in evals if e.get("eval_disc_recall") is not None]
-    if len(recalls) < 2 or any(r > STUCK_RECALL for _, r in recalls[-2:]):
+    records) both have ``eval_disc_recall`` <= :data:`STUCK_RECALL` and ``eval_disc_auc`` < :data:`STUCK_AUC`,
+    so the discriminator has been predicting "original" for every token, and ranking barely above chance,
+    over an evaluation interval, as bioelectra-mini's run 6 did until it was stopped (docs/bioelectra-mini.md).
+    With an untied generator the message gives the RUNBOOK's restart; a tied run is only reported."""
+    stuck = [e for e in evals if e.get("eval_disc_recall") is not None]
+    if len(stuck) < 2 or any(e["eval_disc_recall"] > STUCK_RECALL or e.get("eval_disc_auc", 0.0) >= STUCK_AUC for e in stuck[-2:]):
         return None
-    steps = " and ".join(str(s) for s, _ in recalls[-2:])
-    message = f"WARNING: eval_disc_recall <= {STUCK_RECALL} at steps {steps}: the discriminator is stuck on the majority class"
+    steps = " and ".join(str(e["step"]) for e in stuck[-2:])
+    message = (f"WARNING: eval_disc_recall <= {STUCK_RECALL} and eval_disc_auc < {STUCK_AUC} at steps {steps}: "
+               "the discriminator is stuck on the majority class")  # fmt: skip
     if untied:
         return message + ("; RUNBOOK: stop the run (kill the pid in train-pid.json) and train again tied: "
                           "train ... --set untied_generator false")  # fmt: skip
