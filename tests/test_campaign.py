@@ -253,27 +253,26 @@ def test_pack_stops_at_a_corpus_folder_no_source_reads(tmp_path):
 
 def test_poll_warns_when_the_discriminator_is_stuck_on_the_majority_class(tmp_path, capsys):
     """RUNBOOK's stop rule, printed by poll: two evaluations in a row that recall no replaced token (what the
-    recipe's untied set-up did on the 2-core CPU at batch 32 from step 750 to 1,250)."""
+    recipe's shape did on the 2-core CPU at batch 32 and 1e-3 from step 500 on, tied or untied)."""
     c = load_campaign()
 
     def evals(*recalls):
         return [{"step": 250 * (i + 1), "eval_disc_recall": r, "eval_disc_auc": 0.56} for i, r in enumerate(recalls)]
 
-    assert c.majority_class_warning(evals(0.315, 0.001), untied=True) is None  # one evaluation is not a trend
-    assert c.majority_class_warning(evals(0.0, 0.0, 0.02), untied=True) is None  # it left the majority class
-    assert "steps 500 and 750" in c.majority_class_warning(evals(0.3, 0.001, 0.0), untied=True)
-    assert "--set untied_generator false" in c.majority_class_warning(evals(0.0, 0.0), untied=True)
-    assert c.majority_class_warning(evals(0.0, 0.0), untied=False).endswith("(already tied)")
+    assert c.majority_class_warning(evals(0.315, 0.001), 1e-3) is None  # one evaluation is not a trend
+    assert c.majority_class_warning(evals(0.0, 0.0, 0.02), 1e-3) is None  # it left the majority class
+    assert "steps 500 and 750" in c.majority_class_warning(evals(0.3, 0.001, 0.0), 1e-3)
+    assert c.majority_class_warning(evals(0.0, 0.0), 1e-3).endswith("train ... --set learning_rate 0.0005")
     ranking = [{"step": 1000, "eval_disc_recall": 0.0, "eval_disc_auc": 0.573}, {"step": 2000, "eval_disc_recall": 0.0, "eval_disc_auc": 0.634}]
-    assert c.majority_class_warning(ranking, untied=True) is None  # no recall yet, but the ranking is learning
+    assert c.majority_class_warning(ranking, 1e-3) is None  # no recall yet, but the ranking is learning
 
     work = tmp_path / "work"
     (work / "run").mkdir(parents=True)
-    (work / "train-hparams.json").write_text(json.dumps({"untied_generator": True}))
+    (work / "train-hparams.json").write_text(json.dumps({"learning_rate": 1e-3}))
     (work / "run" / "log_history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals(0.3, 0.0, 0.0)))
     c.cmd_poll(argparse.Namespace(work=work, out=tmp_path / "out", wait=0, lines=3))
     printed = capsys.readouterr().out
-    assert "stuck on the majority class" in printed and "untied_generator false" in printed and "running" in printed
+    assert "stuck on the majority class" in printed and "--set learning_rate 0.0005" in printed and "running" in printed
 
 
 def test_report_tables_come_from_the_brought_back_files(tmp_path):

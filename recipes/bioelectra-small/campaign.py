@@ -394,7 +394,7 @@ def cmd_poll(args) -> None:
                 "eval_disc_loss", "eval_disc_attention_entropy")  # fmt: skip
         print("eval", json.dumps({k: record[k] for k in keep if k in record}))
     hp = read_json(args.work / "train-hparams.json", {}) or {}
-    warning = majority_class_warning(progress["evals"], untied=hp.get("untied_generator", True))
+    warning = majority_class_warning(progress["evals"], hp.get("learning_rate"))
     if warning:
         print(warning)
     print("done" if progress["done"] else "running", json.dumps(progress["done"]))
