@@ -419,7 +419,11 @@ def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_result
 
     monkeypatch.setattr(sys.modules["campaign_finetune"], "run", finetune)  # the stage's own module
     args = argparse.Namespace(work=work, out=out, hparams=c.HPARAMS, budget_seconds=600.0, trials=1, only=None,
-                              extra="", quiet=True, learning_rate=None)  # fmt: skip
+                              extra="", quiet=True, learning_rate=None, ner=tmp_path / "no-ner-sets")  # fmt: skip
+    # without --ner and without the device's <work>/ner, the BC5CDR sets come from ../shared (when it is there)
+    bc5 = [i for i in c.finetune_queue(argparse.Namespace(**{**vars(args), "ner": None})) if i["name"].startswith("bc5cdr")]
+    assert len(bc5) == (4 if c.DEFAULT_NER.is_dir() else 0)
+    assert all(Path(i["args"][1]).parent == c.DEFAULT_NER for i in bc5)
     c.cmd_finetune_eval(args)  # no export yet: only base-speed can run
     assert ran == ["base-speed"]
     comparisons = ["ncbi-small", "ncbi-twin", "ncbi-small-bio-electra-protocol", "ncbi-twin-bio-electra-protocol"]

@@ -532,6 +532,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--budget-seconds", type=float, default=300.0)
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--only", nargs="*", default=None)
+    p.add_argument("--ner", type=Path, default=None,
+                   help="folder of the BC5CDR sets (default: <work>/ner from pack 1, else ../shared/data/ner)")
     p.add_argument("--learning-rate", type=float, default=None,
                    help="the rate of the finetune's-defaults runs (default: chosen by the lr-* runs on NCBI-disease dev F1)")  # fmt: skip
     p.add_argument("--extra", default="", help="more finetune options for every run, one string: --extra='--max-steps 2'")

@@ -64,7 +64,7 @@ def finetune_queue(args) -> list[dict]:
     ``--learning-rate`` at run time: ``args.learning_rate`` if given, else :func:`chosen_learning_rate` of
     the ``lr-*`` runs (which are then queued first)."""
     model, twin = args.work / "export" / "discriminator", args.work / "twin"
-    ner = args.work / "ner" if (args.work / "ner").is_dir() else DEFAULT_NER  # the device: from pack 1; here: ../shared
+    ner = args.ner or (args.work / "ner" if (args.work / "ner").is_dir() else DEFAULT_NER)  # device: pack 1's; here: ../shared
     common = ["--trials", str(args.trials)]
     protocol = ["--epochs", "10", "--learning-rate", "3e-4"]
     ncbi = DEFAULTS_ROW.format(DATASET_TITLES["ncbi-disease"])
