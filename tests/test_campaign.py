@@ -350,6 +350,7 @@ def test_report_tables_come_from_the_brought_back_files(tmp_path):
         assert line in report, f"{line}\n---\n{report}"
     assert "eLife" not in report and "CRAFT articles" in report  # the sources the manifest lists, no others
     assert "| NCBI-disease, the learning rate" not in report  # the candidates are not a comparison row
+    assert "- `lr-3e-4`: `finetune --ckpt small`" in report  # but their commands are listed with the others
     assert "The rows below used" not in report
     finetune["learning_rate"] = {"rate": 2e-3, "why": "--learning-rate"}  # rows run later at a given rate
     (res / "finetune.json").write_text(json.dumps(finetune))

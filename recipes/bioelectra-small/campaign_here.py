@@ -354,6 +354,7 @@ def results_report(results: Path, finetune: dict) -> str:
                   throughput.markdown(bench, read_json(results / "bench-compiled.json", None)).rstrip()]  # fmt: skip
 
     done = {name: r for name, r in finetune.items() if isinstance(r, dict) and "row" in r}
+    every_run = dict(done)
     tried = {name: r for name, r in done.items() if r["row"] == LEARNING_RATE_ROW}
     if tried:
         rate, why = chosen_learning_rate(finetune)
@@ -396,7 +397,7 @@ def results_report(results: Path, finetune: dict) -> str:
                       + (f"{r['wall_seconds']:.0f} s end to end (target: under {SPEED_TARGET_SECONDS} s, "
                          f"{'met' if r['wall_seconds'] < SPEED_TARGET_SECONDS else 'not met'})."
                          if "error" not in r else f"failed ({r['error']}).")]  # fmt: skip
-    commands = [f"- `{name}`: `finetune {r['command']}`" for name, r in done.items()]
+    commands = [f"- `{name}`: `finetune {r['command']}`" for name, r in every_run.items()]
     lines += ["", "Commands (on the device; paths as there):", "", *commands, ""]
     return "\n".join(lines)
 
