@@ -451,6 +451,24 @@ def markdown(report: dict, compiled: dict | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def read_report(path: Path) -> dict:
+    """A report written by ``--output``, for ``--markdown``.
+
+    Raises:
+        SystemExit: ``path`` is missing, is not JSON (the line and column named), or holds no ``cases`` list.
+    """
+    try:
+        report = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise SystemExit(f"error: {path}: no such file (expected a report written by --output)") from None
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"error: {path}: line {exc.lineno}, column {exc.colno}: not JSON ({exc.msg}); "
+                         "expected a report written by --output") from None  # fmt: skip
+    if not isinstance(report, dict) or not isinstance(report.get("cases"), list):
+        raise SystemExit(f"error: {path}: no \"cases\" list; expected a report written by --output")
+    return report
+
+
 def write_report(report: dict, path: Path) -> None:
     """The report as JSON at ``path``, atomically (:func:`bioelectra.textio.atomic_write_text`): written after
     every case, so a bench that dies later keeps the cases it finished."""
@@ -488,7 +506,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="print a written report (and a --compile one of the same cases) as Markdown; runs nothing")  # fmt: skip
     args = parser.parse_args(argv)
     if args.markdown:
-        reports = [json.loads(p.read_text()) for p in args.markdown]
+        reports = [read_report(p) for p in args.markdown]
         print(markdown(reports[0], reports[1] if len(reports) > 1 else None), end="")
         return {}  # nothing ran: nothing failed
 

@@ -154,3 +154,15 @@ def test_markdown_reads_the_figures_the_targets_and_what_limits_each_case(bench,
     compiled_path.write_text(json.dumps(compiled))
     assert bench.cli(["--markdown", str(path), str(compiled_path)]) == 0  # runs nothing, so nothing fails
     assert capsys.readouterr().out == text
+
+
+def test_markdown_names_a_bad_report_file(bench, tmp_path):
+    bad, other = tmp_path / "bench.json", tmp_path / "other.json"
+    bad.write_text('{"device": "x",\n  cases: []}')
+    with pytest.raises(SystemExit, match=r"bench.json: line 2, column 3: not JSON"):
+        bench.cli(["--markdown", str(bad)])
+    other.write_text('{"steps_per_second": 3}')
+    with pytest.raises(SystemExit, match=r'other.json: no "cases" list'):
+        bench.cli(["--markdown", str(other)])
+    with pytest.raises(SystemExit, match=r"missing.json: no such file"):
+        bench.cli(["--markdown", str(tmp_path / "missing.json")])
