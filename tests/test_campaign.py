@@ -395,6 +395,16 @@ def test_learning_rate_names_and_choice():
     assert c.chosen_learning_rate({"lr-3e-4": measured(0.5), "lr-1e-3": measured(0.5)})[0] == 3e-4  # tie: lower
 
 
+@pytest.mark.parametrize("rate", ["0", "-1e-3", "fast"])
+def test_finetune_eval_refuses_a_rate_that_is_not_above_zero(rate, capsys):
+    c = load_campaign()
+    with pytest.raises(SystemExit) as stop:
+        c.main(["finetune-eval", "--learning-rate", rate])
+    assert stop.value.code == 2
+    assert "--learning-rate" in capsys.readouterr().err
+    assert c.positive_rate("3e-4") == 3e-4
+
+
 def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_results(tmp_path, monkeypatch):
     """Call 1 measures base-speed before any model exists; call 5 runs the comparisons: base-speed is not
     measured again, the learning rate is chosen on development F1 before the defaults rows, a failed run is

@@ -465,6 +465,17 @@ def cmd_collect(args) -> None:
     log(f"{len(pieces)} piece(s) in {out}: cat results.tar.part-* | tar x")
 
 
+def positive_rate(text: str) -> float:
+    """argparse type of a learning rate: a float above 0 (a rate of 0 or below would only fail inside finetune)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number such as 3e-4, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a learning rate above 0, got {text}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="stage", required=True)
@@ -534,7 +545,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--only", nargs="*", default=None)
     p.add_argument("--ner", type=Path, default=None,
                    help="folder of the BC5CDR sets (default: <work>/ner from pack 1, else ../shared/data/ner)")
-    p.add_argument("--learning-rate", type=float, default=None,
+    p.add_argument("--learning-rate", type=positive_rate, default=None,
                    help="the rate of the finetune's-defaults runs (default: chosen by the lr-* runs on NCBI-disease dev F1)")  # fmt: skip
     p.add_argument("--extra", default="", help="more finetune options for every run, one string: --extra='--max-steps 2'")
     p.add_argument("--quiet", action="store_true")
