@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -251,7 +252,7 @@ def test_pack_stops_at_a_corpus_folder_no_source_reads(tmp_path):
     assert not args.dest.exists()
 
 
-def test_poll_warns_when_the_discriminator_is_stuck_on_the_majority_class(tmp_path, capsys):
+def test_poll_warns_when_the_discriminator_is_stuck_on_the_majority_class(tmp_path, capsys, monkeypatch):
     """RUNBOOK's stop rule, printed by poll: two evaluations in a row that recall no replaced token (what the
     recipe's shape did on the 2-core CPU at batch 32 and 1e-3 from step 500 on, tied or untied)."""
     c = load_campaign()
@@ -270,9 +271,22 @@ def test_poll_warns_when_the_discriminator_is_stuck_on_the_majority_class(tmp_pa
     (work / "run").mkdir(parents=True)
     (work / "train-hparams.json").write_text(json.dumps({"learning_rate": 1e-3}))
     (work / "run" / "log_history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals(0.3, 0.0, 0.0)))
-    c.cmd_poll(argparse.Namespace(work=work, out=tmp_path / "out", wait=0, lines=3))
+    clock = {"now": 0.0}
+    sleeps = []
+
+    def sleep(seconds):
+        sleeps.append(seconds)
+        clock["now"] += seconds
+
+    monkeypatch.setattr(c, "time", SimpleNamespace(monotonic=lambda: clock["now"], sleep=sleep, time=lambda: clock["now"]))
+    c.cmd_poll(argparse.Namespace(work=work, out=tmp_path / "out", wait=540, lines=3))
     printed = capsys.readouterr().out
     assert "stuck on the majority class" in printed and "--set learning_rate 0.0005" in printed and "running" in printed
+    assert sleeps == []  # a stuck run ends the wait at once, not after --wait
+
+    (work / "run" / "log_history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals(0.3, 0.2)))
+    c.cmd_poll(argparse.Namespace(work=work, out=tmp_path / "out", wait=60, lines=3))
+    assert "stuck" not in capsys.readouterr().out and sum(sleeps) == 60  # a learning run is waited for
 
 
 def test_report_tables_come_from_the_brought_back_files(tmp_path):

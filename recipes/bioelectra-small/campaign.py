@@ -381,10 +381,14 @@ def _progress(work: Path, lines: int) -> dict:
 
 
 def cmd_poll(args) -> None:
+    """Wait up to ``--wait`` seconds for the run to end, then print its progress. A run stuck on the majority
+    class (:func:`majority_class_warning`) ends the wait at once: its restart should not wait for the poll."""
     deadline = time.monotonic() + args.wait
+    hp = read_json(args.work / "train-hparams.json", {}) or {}
     while True:
         progress = _progress(args.work, args.lines)
-        if progress["done"] or time.monotonic() >= deadline:
+        warning = majority_class_warning(progress["evals"], hp.get("learning_rate"))
+        if progress["done"] or warning or time.monotonic() >= deadline:
             break
         time.sleep(min(15, max(1, deadline - time.monotonic())))
     for record in progress["last_logs"]:
@@ -393,8 +397,6 @@ def cmd_poll(args) -> None:
         keep = ("step", "eval_masked_lm_accuracy", "eval_disc_auc", "eval_disc_recall", "eval_disc_precision",
                 "eval_disc_loss", "eval_disc_attention_entropy")  # fmt: skip
         print("eval", json.dumps({k: record[k] for k in keep if k in record}))
-    hp = read_json(args.work / "train-hparams.json", {}) or {}
-    warning = majority_class_warning(progress["evals"], hp.get("learning_rate"))
     if warning:
         print(warning)
     print("done" if progress["done"] else "running", json.dumps(progress["done"]))
