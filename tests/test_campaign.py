@@ -112,8 +112,10 @@ def test_train_hparams_fit_the_minutes(tmp_path):
     assert hp["max_steps"] == int(20.0 * 0.85 * 600)  # 10,200
     assert hp["max_train_seconds"] == 600.0
     assert hp["warmup_steps"] == 1000 and "model_size" not in hp and "torch_compile" not in hp
-    args.minutes = 0.5  # 510 steps: the warmup is capped at a tenth of them
-    assert c.train_hparams(args)["warmup_steps"] == 51
+    args.minutes = 0.5  # 510 steps: the warmup is capped at a quarter of them, at the recipe's slope
+    short = c.train_hparams(args)
+    assert short["warmup_steps"] == 127
+    assert short["learning_rate"] / short["warmup_steps"] == pytest.approx(TINY["learning_rate"] / TINY["warmup_steps"])
     (tmp_path / "bench.json").unlink()
     with pytest.raises(SystemExit, match="no measured speed"):
         c.train_hparams(args)
@@ -263,13 +265,13 @@ def test_poll_warns_when_the_discriminator_is_stuck_on_the_majority_class(tmp_pa
     assert c.majority_class_warning(evals(0.315, 0.001), 1e-3) is None  # one evaluation is not a trend
     assert c.majority_class_warning(evals(0.0, 0.0, 0.02), 1e-3) is None  # it left the majority class
     assert "steps 500 and 750" in c.majority_class_warning(evals(0.3, 0.001, 0.0), 1e-3)
-    assert c.majority_class_warning(evals(0.0, 0.0), 1e-3).endswith("train ... --set learning_rate 0.0005")
+    assert "(peak learning rate 0.0005, warmup 5000 steps)" in c.majority_class_warning(evals(0.0, 0.0), 5e-4, 5000)
     ranking = [{"step": 1000, "eval_disc_recall": 0.0, "eval_disc_auc": 0.573}, {"step": 2000, "eval_disc_recall": 0.0, "eval_disc_auc": 0.634}]
     assert c.majority_class_warning(ranking, 1e-3) is None  # no recall yet, but the ranking is learning
 
     work = tmp_path / "work"
     (work / "run").mkdir(parents=True)
-    (work / "train-hparams.json").write_text(json.dumps({"learning_rate": 1e-3}))
+    (work / "train-hparams.json").write_text(json.dumps({"learning_rate": 1e-3, "warmup_steps": 1000}))
     (work / "run" / "log_history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals(0.3, 0.0, 0.0)))
     clock = {"now": 0.0}
     sleeps = []
@@ -279,10 +281,11 @@ def test_poll_warns_when_the_discriminator_is_stuck_on_the_majority_class(tmp_pa
         clock["now"] += seconds
 
     monkeypatch.setattr(c, "time", SimpleNamespace(monotonic=lambda: clock["now"], sleep=sleep, time=lambda: clock["now"]))
-    c.cmd_poll(argparse.Namespace(work=work, out=tmp_path / "out", wait=540, lines=3))
+    c.cmd_poll(argparse.Namespace(work=work, out=tmp_path / "out", wait=60, lines=3))
     printed = capsys.readouterr().out
-    assert "stuck on the majority class" in printed and "--set learning_rate 0.0005" in printed and "running" in printed
-    assert sleeps == []  # a stuck run ends the wait at once, not after --wait
+    assert "stuck on the majority class" in printed and "peak learning rate 0.001" in printed and "running" in printed
+    assert "let the run go on" in printed and sum(sleeps) == 60  # advice to let it run: the wait is kept
+    sleeps.clear()
 
     (work / "run" / "log_history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals(0.3, 0.2)))
     c.cmd_poll(argparse.Namespace(work=work, out=tmp_path / "out", wait=60, lines=3))

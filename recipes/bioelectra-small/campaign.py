@@ -305,9 +305,15 @@ def compile_decision(args) -> tuple[bool, str]:
     return True, f"compiled: x{speedup} the eager speed"
 
 
+#: The warmup takes at most this fraction of a run's steps; a longer recipe warmup is shortened with its peak
+#: learning rate lowered in proportion, so that its slope stays the recipe's.
+WARMUP_MAX_FRACTION = 4
+
+
 def train_hparams(args) -> dict:
     """The recipe's hparams with ``max_steps`` fitted to ``--minutes`` at the bench's measured speed of the
     recipe's model (times ``--speed-margin`` for the data path and the Trainer), and the wall-clock stop.
+    The warmup takes at most a quarter of the run (:data:`WARMUP_MAX_FRACTION`), at the recipe's slope.
     Compiled (:func:`compile_decision`): the compiled speed, the minutes less the bench's compilation time
     (paid again when the run starts), and every batch padded to ``max_seq_length`` so that its shape never
     changes (a new shape means a new compilation)."""
@@ -331,7 +337,14 @@ def train_hparams(args) -> dict:
         length = hp.get("max_seq_length") or read_json(args.work / "data" / "build_info.json", {}).get("max_seq_length")
         if length:
             hp["pad_to_multiple_of"] = int(length)
-    hp["warmup_steps"] = min(hp.get("warmup_steps", 0), max(1, steps // 10))
+    warmup = hp.get("warmup_steps", 0)
+    if warmup > max(1, steps // WARMUP_MAX_FRACTION):
+        # A shorter warmup to the same peak is a steeper slope, and the slope sets the learning rate at which
+        # the generator reaches the unigram stage: the majority-class stall (RUNBOOK). Keep the slope.
+        hp["warmup_steps"] = max(1, steps // WARMUP_MAX_FRACTION)
+        hp["learning_rate"] = hp["learning_rate"] * hp["warmup_steps"] / warmup
+        log(f"warmup capped at 1/{WARMUP_MAX_FRACTION} of the run: {hp['warmup_steps']} steps to a peak of "
+            f"{hp['learning_rate']:.3g}, the recipe's slope")  # fmt: skip
     if args.init_from_warmup is not None and (args.work / "init-from").is_dir():
         hp["warmup_steps"] = args.init_from_warmup
     hp["max_train_seconds"] = round(args.minutes * 60, 1)
@@ -381,16 +394,16 @@ def _progress(work: Path, lines: int) -> dict:
 
 
 def cmd_poll(args) -> None:
-    """Wait up to ``--wait`` seconds for the run to end, then print its progress. A run stuck on the majority
-    class (:func:`majority_class_warning`) ends the wait at once: its restart should not wait for the poll."""
+    """Wait up to ``--wait`` seconds for the run to end, then print its progress and, for a run stuck on the
+    majority class, :func:`majority_class_warning` (which advises letting it run, so it does not end the wait)."""
     deadline = time.monotonic() + args.wait
     hp = read_json(args.work / "train-hparams.json", {}) or {}
     while True:
         progress = _progress(args.work, args.lines)
-        warning = majority_class_warning(progress["evals"], hp.get("learning_rate"))
-        if progress["done"] or warning or time.monotonic() >= deadline:
+        if progress["done"] or time.monotonic() >= deadline:
             break
         time.sleep(min(15, max(1, deadline - time.monotonic())))
+    warning = majority_class_warning(progress["evals"], hp.get("learning_rate"), hp.get("warmup_steps"))
     for record in progress["last_logs"]:
         print(json.dumps(record))
     for record in progress["evals"]:
