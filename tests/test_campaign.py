@@ -116,6 +116,10 @@ def test_train_hparams_fit_the_minutes(tmp_path):
     short = c.train_hparams(args)
     assert short["warmup_steps"] == 127
     assert short["learning_rate"] / short["warmup_steps"] == pytest.approx(TINY["learning_rate"] / TINY["warmup_steps"])
+    (tmp_path / "init-from").mkdir()  # continuing a trained model: its own short re-warmup, the recipe's peak
+    continued = c.train_hparams(args)
+    assert continued["warmup_steps"] == 500 and continued["learning_rate"] == TINY["learning_rate"]
+    (tmp_path / "init-from").rmdir()
     (tmp_path / "bench.json").unlink()
     with pytest.raises(SystemExit, match="no measured speed"):
         c.train_hparams(args)

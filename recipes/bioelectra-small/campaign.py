@@ -338,15 +338,15 @@ def train_hparams(args) -> dict:
         if length:
             hp["pad_to_multiple_of"] = int(length)
     warmup = hp.get("warmup_steps", 0)
-    if warmup > max(1, steps // WARMUP_MAX_FRACTION):
+    if args.init_from_warmup is not None and (args.work / "init-from").is_dir():
+        hp["warmup_steps"] = args.init_from_warmup  # a short re-warmup of a trained model: no cap, no lower peak
+    elif warmup > max(1, steps // WARMUP_MAX_FRACTION):
         # A shorter warmup to the same peak is a steeper slope, and the slope sets the learning rate at which
         # the generator reaches the unigram stage: the majority-class stall (RUNBOOK). Keep the slope.
         hp["warmup_steps"] = max(1, steps // WARMUP_MAX_FRACTION)
         hp["learning_rate"] = hp["learning_rate"] * hp["warmup_steps"] / warmup
         log(f"warmup capped at 1/{WARMUP_MAX_FRACTION} of the run: {hp['warmup_steps']} steps to a peak of "
             f"{hp['learning_rate']:.3g}, the recipe's slope")  # fmt: skip
-    if args.init_from_warmup is not None and (args.work / "init-from").is_dir():
-        hp["warmup_steps"] = args.init_from_warmup
     hp["max_train_seconds"] = round(args.minutes * 60, 1)
     for key, value in (args.set or []):
         hp[key] = json.loads(value)
