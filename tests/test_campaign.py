@@ -259,8 +259,9 @@ def test_pack_stops_at_a_corpus_folder_no_source_reads(tmp_path):
 
 
 def test_poll_warns_when_the_discriminator_is_stuck_on_the_majority_class(tmp_path, capsys, monkeypatch):
-    """RUNBOOK's stop rule, printed by poll: two evaluations in a row that recall no replaced token (what the
-    recipe's shape did on the 2-core CPU at batch 32 and 1e-3 from step 500 on, tied or untied)."""
+    """RUNBOOK's stall rule, printed by poll: two evaluations in a row that recall no replaced token (what the
+    recipe's shape did on the 2-core CPU from step 500 on at 1e-3, batch 32 or 128, tied or untied). The
+    warning advises letting the run go on, so poll keeps its wait."""
     c = load_campaign()
 
     def evals(*recalls):
