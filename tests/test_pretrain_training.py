@@ -1,9 +1,11 @@
 """Pre-training jobs: strict hparams, metrics, Trainer hooks, resume, init-from, the CLI end to end."""
 
 import json
+import logging
 import math
 import shutil
 import time
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -131,6 +133,24 @@ def test_metrics_on_hand_made_outputs():
 
 
 # --- Trainer hooks ------------------------------------------------------------------------------
+
+
+def test_resume_warns_only_of_keys_that_are_not_tied(data_dir, tmp_path, trainer_warnings):
+    """A checkpoint lacks the tied parameters by design (they are tied again, silently); a key missing for
+    any other reason, or one the model does not have, is still warned about, by name."""
+    trainer, _ = prepare_pretraining(data_dir=data_dir, output_dir=tmp_path / "out", hparams=tiny_hparams())
+    tied = sorted(trainer.model._tied_weights_keys)
+    assert "generator.generator_lm_head.weight" in tied
+    trainer._issue_warnings_after_load(SimpleNamespace(missing_keys=tied, unexpected_keys=[]))
+    assert trainer_warnings == []
+    lost = "discriminator.discriminator_predictions.dense.weight"
+    trainer._issue_warnings_after_load(SimpleNamespace(missing_keys=[*tied, lost], unexpected_keys=["extra.bias"]))
+    assert len(trainer_warnings) == 2
+    missing, unexpected = trainer_warnings
+    assert lost in missing and not any(key in missing for key in tied)
+    assert "extra.bias" in unexpected
+    head = trainer.model.generator.generator_lm_head.weight
+    assert head is trainer.model.discriminator.electra.embeddings.word_embeddings.weight
 
 
 def test_trainer_uses_electras_optimizer_and_schedule(data_dir, tmp_path):
@@ -520,9 +540,25 @@ def test_train_shows_a_step_progress_bar_and_prints_logs_once(data_dir, tmp_path
     assert "'mlm_loss'" not in err
 
 
-def test_tied_generator_trains_resumes_and_stays_tied(data_dir, tmp_path):
+@pytest.fixture
+def trainer_warnings():
+    """The messages the Trainer logs at WARNING and above (transformers' loggers do not propagate)."""
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    handler, log = Keep(level=logging.WARNING), logging.getLogger("transformers.trainer")
+    log.addHandler(handler)
+    yield records
+    log.removeHandler(handler)
+
+
+def test_tied_generator_trains_resumes_and_stays_tied(data_dir, tmp_path, trainer_warnings):
     """``untied_generator: false`` through the Trainer: checkpoints store the shared encoder once, a resumed
-    run keeps generator and discriminator on one encoder, and the refusal to change the layout is clear."""
+    run keeps generator and discriminator on one encoder without warning that the tied parameters are
+    missing from the checkpoint, and the refusal to change the layout is clear."""
     from bioelectra.training import load_pretraining_model
 
     out = tmp_path / "out"
@@ -532,6 +568,7 @@ def test_tied_generator_trains_resumes_and_stays_tied(data_dir, tmp_path):
     first = load_pretraining_model(out / "checkpoint-2")
     assert first.generator.electra is first.discriminator.electra
     assert run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp)["global_step"] == 4
+    assert not [m for m in trainer_warnings if "missing keys" in m or "unexpected keys" in m]
     last = load_pretraining_model(out / "checkpoint-4")
     assert last.config.untied_generator is False and last.generator.electra is last.discriminator.electra
     key = "electra.encoder.layer.0.attention.self.query.weight"

@@ -8,6 +8,7 @@ import logging
 import os
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -248,6 +249,24 @@ class ElectraPretrainer(Trainer):
         if "loss" in logs:
             self._log_speed(logs)
         super().log(logs, start_time)
+
+    def _issue_warnings_after_load(self, load_result: Any) -> None:
+        """Trainer's warnings after a resume loads a checkpoint, without the tied parameters.
+
+        A checkpoint stores a tied parameter once, under its source: the generator's shared embeddings, its
+        output layer and, with ``untied_generator: false``, its whole encoder are absent by design (the
+        targets of ``_tied_weights_keys``), and the Trainer listed them all as "missing keys" on every
+        resume. They are tied again here; any other missing or unexpected key is still warned about.
+        """
+        tied = set(getattr(self.model, "_tied_weights_keys", None) or ())
+        missing = list(getattr(load_result, "missing_keys", ()))
+        if tied & set(missing):
+            self.model.tie_weights()
+            load_result = SimpleNamespace(
+                missing_keys=[key for key in missing if key not in tied],
+                unexpected_keys=list(getattr(load_result, "unexpected_keys", ())),
+            )
+        super()._issue_warnings_after_load(load_result)
 
     def create_optimizer(self, model=None) -> torch.optim.Optimizer:
         """:class:`ElectraAdamW` over two groups (weight decay / none for LayerNorm and biases)."""
