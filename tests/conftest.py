@@ -10,6 +10,14 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("WANDB_DISABLED", "true")
 
+# transformers binds its log handler to the sys.stderr of the moment it first logs. Were that inside a
+# CliRunner invocation, the handler would keep the runner's stream, closed once the invocation ends, and every
+# later transformers log would print "--- Logging error ---" with a traceback into later tests' output (a
+# test order that ran test_seed_commands before test_bad_input failed so). Bind it now, to the session's.
+from transformers.utils import logging as hf_logging  # noqa: E402  (after the environment above)
+
+hf_logging.get_logger("transformers")
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
