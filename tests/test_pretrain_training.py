@@ -88,6 +88,19 @@ def test_parse_hparams_inline_and_file(tmp_path):
         parse_hparams_arg(str(tmp_path / "missing.json"))
 
 
+def test_several_hparams_merge_in_order_and_say_what_they_override(tmp_path, caplog):
+    """``--hparams recipe.json --hparams '{...}'``: key by key, the later wins; it used to drop the first."""
+    recipe = tmp_path / "recipe.json"
+    recipe.write_text('{"max_steps": 30000, "learning_rate": 5e-4, "model_hparam_overrides": {"hidden_size": 256}}')
+    with caplog.at_level(logging.INFO, logger="bioelectra.pretraining.settings"):
+        merged = parse_hparams_arg([str(recipe), '{"max_steps": 100, "model_hparam_overrides": {}}'])
+    assert merged == {"max_steps": 100, "learning_rate": 5e-4, "model_hparam_overrides": {}}
+    assert "overrides the earlier max_steps, model_hparam_overrides" in caplog.text
+    assert parse_hparams_arg([]) == {} and parse_hparams_arg([str(recipe)]) == parse_hparams_arg(str(recipe))
+    with pytest.raises(ValueError, match="invalid JSON"):
+        parse_hparams_arg([str(recipe), "{max_steps: 1}"])
+
+
 # --- metrics ------------------------------------------------------------------------------------
 
 
@@ -333,14 +346,18 @@ def test_cli_train_eval_export_end_to_end(data_dir, tmp_path):
     from bioelectra.cli import pretrain_app
 
     runner = CliRunner()
-    hp = json.dumps(tiny_hparams(max_steps=8, save_steps=4, eval_steps=4, learning_rate=2e-3))
+    recipe = tmp_path / "recipe.json"  # a recipe file, then an inline override of one of its keys
+    recipe.write_text(json.dumps(tiny_hparams(max_steps=6, save_steps=4, eval_steps=4, learning_rate=2e-3)))
     out = tmp_path / "run"
     result = runner.invoke(
-        pretrain_app, ["train", "--data-dir", str(data_dir), "--output-dir", str(out), "--hparams", hp]
-    )
+        pretrain_app,
+        ["train", "--data-dir", str(data_dir), "--output-dir", str(out), "--hparams", str(recipe),
+         "--hparams", '{"max_steps": 8}'],
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout[result.stdout.index("{") :])
     assert summary["global_step"] == 8
+    assert json.loads((out / "hparams.json").read_text())["learning_rate"] == 2e-3
     eval_results = json.loads((out / "eval_results.json").read_text())
     for name in ("masked_lm_accuracy", "sampled_masked_lm_accuracy", "disc_accuracy", "disc_precision"):
         assert 0.0 <= eval_results[name] <= 1.0

@@ -320,10 +320,11 @@ def run_finetuning(
         ),
     ],
     hparams: Annotated[
-        str,
+        list[str],
         typer.Option(
             help='The original configure_finetuning.py hparams, JSON or a .json file: "task_names" (required), '
-            '"learning_rate", "num_train_epochs", "num_trials", "train_batch_size", "max_seq_length", ...'
+            '"learning_rate", "num_train_epochs", "num_trials", "train_batch_size", "max_seq_length", ... '
+            "Repeatable: merged in order, a later key wins."
         ),
     ],
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,

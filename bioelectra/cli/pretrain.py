@@ -268,11 +268,12 @@ def pretrain_train(
         ),
     ] = None,
     hparams: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             help="JSON object or .json file of hparam overrides: bioelectra.training.PretrainingHparams fields "
             "or the original configure_pretraining.py names (TensorFlow/TPU ones are ignored, unknown keys "
-            "are an error)."
+            "are an error). Repeatable: merged in order, a later key wins (--hparams recipe.json --hparams "
+            "'{\"max_steps\": 100}')."
         ),
     ] = None,
     init_from: Annotated[
@@ -336,7 +337,8 @@ def pretrain_eval(
         Path | None, typer.Option(help="Metrics JSON (default: <model-dir>/eval_checkpoint-N.json).")
     ] = None,
     hparams: Annotated[
-        str | None, typer.Option(help="JSON overrides, e.g. '{\"num_eval_steps\": 10}'.")
+        list[str] | None,
+        typer.Option(help="JSON overrides, e.g. '{\"num_eval_steps\": 10}'; repeatable, a later key wins."),
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
 ) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,14 +177,24 @@ HPARAM_ALIASES = RENAMED
 RENAMED_FROM = {v: k for k, v in RENAMED.items()}
 
 
-def parse_hparams_arg(value: str | None) -> dict[str, Any]:
+def parse_hparams_arg(value: str | Sequence[str] | None) -> dict[str, Any]:
     """``--hparams``: a JSON object given inline or as the path of a ``.json`` file (original style);
-    :func:`bioelectra.hparams.load_json_object`.
+    :func:`bioelectra.hparams.load_json_object`. Several (``--hparams recipe.json --hparams
+    '{"max_steps": 100}'``) are merged in order, key by key: a later value wins (a nested object such as
+    ``model_hparam_overrides`` is replaced whole, not merged), and the keys it overrides are logged.
 
     Raises:
         ValueError: not valid JSON, not an object, or neither JSON nor an existing file.
     """
-    return load_json_object(value, what="--hparams")[0]
+    values = [value] if value is None or isinstance(value, str) else list(value)
+    merged: dict[str, Any] = {}
+    for item in values:
+        data, source = load_json_object(item, what="--hparams")
+        overridden = sorted(key for key in data if key in merged and merged[key] != data[key])
+        if overridden:
+            logger.info("--hparams %s overrides the earlier %s", source, ", ".join(overridden))
+        merged.update(data)
+    return merged
 
 
 def world_size() -> int:
