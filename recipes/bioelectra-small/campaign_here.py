@@ -348,7 +348,7 @@ def results_report(results: Path, finetune: dict) -> str:
             lines.append(f"| {what} | {num(count)} | {stated} |")
 
     if bench.get("cases"):
-        throughput = _load("pretrain_throughput", REPO / "bench" / "pretrain_throughput.py")
+        throughput = _load("pretrain_report", REPO / "bench" / "pretrain_report.py")
         lines += ["", "## Throughput", "", "`bench/pretrain_throughput.py` (call 1; the compiled speeds from `bench-compiled.json`, "
                   "calls 2 and 5): ours beside a naive fp32 eager loop in the same run, synthetic batches.", "",
                   throughput.markdown(bench, read_json(results / "bench-compiled.json", None)).rstrip()]  # fmt: skip
