@@ -27,7 +27,8 @@ Stages (each ``python recipes/bioelectra-small/campaign.py STAGE ...``):
   its untrained twin, ...) in order of priority while ``--budget-seconds`` last, and the fine-tuning speed
   of an ELECTRA-Base-sized model.
 - ``ship``, ``report`` (here): the brought-back discriminator as the package's float16 model; the
-  brought-back figures as the Markdown tables of its model card and the README (throughput included).
+  brought-back figures as the Markdown tables of its model card and the README (throughput included), and
+  the card's draft (``campaign_card.py``).
 
 Every stage reads and writes under ``--work`` (default ``work/bioelectra-small``; on the device a folder
 that lives as long as the machine, e.g. ``/tmp/bes``) and writes what must come back under ``--out``
@@ -570,7 +571,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--target", type=Path, default=REPO / "bioelectra" / "assets" / "models" / "bioelectra-small")
     p.add_argument("--max-mib", type=float, default=32.0)
 
-    p = stage("report", cmd_report, "the brought-back figures as Markdown tables: report.md (CPU, here)")
+    p = stage("report", cmd_report, "the brought-back figures as Markdown tables: report.md, and model-card.md, the card's draft (CPU, here)")
     p.add_argument("--results", type=Path, required=True, help="the unpacked results tar")
     p.add_argument("--finetune", type=Path, action="append", default=None,
                    help="a finetune.json (repeatable, later ones win; default: the one in --results)")  # fmt: skip

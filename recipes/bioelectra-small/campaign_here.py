@@ -13,6 +13,7 @@ import sys
 import tarfile
 from pathlib import Path
 
+from campaign_card import NAME, model_card  # noqa: E402
 from campaign_common import (  # noqa: E402
     NER_SETS,
     PYARROW_WHEEL,
@@ -403,7 +404,8 @@ def results_report(results: Path, finetune: dict) -> str:
 
 
 def cmd_report(args) -> None:
-    """``results_report`` of ``--results`` into ``report.md`` there (and printed).
+    """``results_report`` of ``--results`` into ``report.md`` there (and printed), and the model card's draft
+    into ``model-card.md`` (:func:`campaign_card.model_card`).
 
     Raises:
         SystemExit: ``--results`` holds no ``run-hparams.json`` (not an unpacked results tar), or a
@@ -424,3 +426,7 @@ def cmd_report(args) -> None:
     atomic_write_text(args.results / "report.md", text)
     print(text)
     log(f"written {args.results / 'report.md'}")
+    shipped = REPO / "bioelectra" / "assets" / "models" / NAME
+    atomic_write_text(args.results / "model-card.md", model_card(args.results, finetune, text, shipped=shipped))
+    log(f"written {args.results / 'model-card.md'}: the model card's draft; read it through, then copy it to "
+        f"{shipped.relative_to(REPO) / 'README.md'}")
