@@ -120,11 +120,10 @@ def test_shipped_model_detects_replaced_tokens_with_its_tokenizer(name, tmp_path
 def test_finetune_resolves_bioelectra_mini_and_its_untrained_twin(tmp_path):
     from transformers import ElectraConfig, pipeline
 
-    from bioelectra.cli import DEFAULT_CKPT, _resolve_checkpoint
+    from bioelectra.cli import _resolve_checkpoint
     from downstream.checkpoints import load_tokenizer
     from downstream.tasks import NerTask
 
-    assert DEFAULT_CKPT == "bioelectra-mini"
     shipped = _resolve_checkpoint("bioelectra-mini", tmp_path)
     assert shipped == str(shipped_model_dir("bioelectra-mini"))
     from conftest import FIXTURES
@@ -167,12 +166,14 @@ def test_shipped_model_is_the_recipe_shape():
 
 
 @pytest.mark.slow
-def test_finetune_defaults_to_bioelectra_mini(tmp_path):
-    """`finetune` without --ckpt fine-tunes the shipped model (no network, nothing built under the output folder)."""
+def test_finetune_defaults_to_the_default_shipped_model(tmp_path):
+    """`finetune` without --ckpt fine-tunes the default shipped model (``DEFAULT_CKPT``, bioelectra-mini until a
+    better one ships) at its registered rate, with no network and nothing built under the output folder."""
     from conftest import FIXTURES
     from typer.testing import CliRunner
 
-    from bioelectra.cli import app
+    from bioelectra.cli import DEFAULT_CKPT, app
+    from bioelectra.presets import SHIPPED_MODEL_LEARNING_RATES
 
     out = tmp_path / "run"
     result = CliRunner().invoke(app, [
@@ -180,10 +181,11 @@ def test_finetune_defaults_to_bioelectra_mini(tmp_path):
         "--max-seq-length", "32", "--trials", "1", "--output-dir", str(out)])
     assert result.exit_code == 0, result.output + repr(result.exception)
     report = json.loads((out / "results.json").read_text())
-    assert report["checkpoint"] == "bioelectra-mini"
-    assert report["settings"]["checkpoint"] == str(shipped_model_dir("bioelectra-mini"))
-    assert report["settings"]["learning_rate"] == 1e-3  # the shipped model's default rate
-    assert "learning rate 0.001 (the default for --ckpt bioelectra-mini" in " ".join(result.output.split())
+    rate = SHIPPED_MODEL_LEARNING_RATES[DEFAULT_CKPT]
+    assert report["checkpoint"] == DEFAULT_CKPT
+    assert report["settings"]["checkpoint"] == str(shipped_model_dir(DEFAULT_CKPT))
+    assert report["settings"]["learning_rate"] == rate  # the shipped model's default rate
+    assert f"learning rate {rate:g} (the default for --ckpt {DEFAULT_CKPT}" in " ".join(result.output.split())
     assert not list(out.glob("init-*"))
     assert 0.0 <= report["trials"][0]["test"]["f1"] <= 1.0
 
