@@ -192,7 +192,7 @@ def parse_hparams_arg(value: str | Sequence[str] | None) -> dict[str, Any]:
         data, source = load_json_object(item, what="--hparams")
         overridden = sorted(key for key in data if key in merged and merged[key] != data[key])
         if overridden:
-            logger.info("--hparams %s overrides the earlier %s", source, ", ".join(overridden))
+            logger.info("%s overrides the earlier %s", source, ", ".join(overridden))
         merged.update(data)
     return merged
 
