@@ -43,16 +43,86 @@ def electra_lr_lambda(step: int, *, warmup_steps: int, num_train_steps: int, pow
     return decay * warmup
 
 
+#: A run's warmup takes at most this fraction of its steps when :func:`fit_warmup` shortens it.
+WARMUP_MAX_FRACTION = 0.25
+
+
+def fit_warmup(warmup_steps: int, num_train_steps: int, *, max_fraction: float = WARMUP_MAX_FRACTION) -> tuple[int, float]:
+    """A warmup that fits a run of ``num_train_steps``: ``(warmup, peak_scale)``.
+
+    A warmup longer than ``max_fraction`` of the run is shortened to that fraction, and the peak learning
+    rate is multiplied by ``peak_scale = warmup / warmup_steps`` so that the warmup's slope (learning rate
+    per step) stays the one asked for; otherwise ``(warmup_steps, 1.0)``. The slope, not the peak, sets
+    the learning rate at which the generator reaches its unigram stage, where the discriminator falls back
+    on the majority class (recipes/bioelectra-small/RUNBOOK.md, "The majority-class stall"): a shorter
+    warmup to the same peak is a steeper, and there worse, slope.
+
+    Raises:
+        ValueError: ``warmup_steps < 0``, ``num_train_steps < 1`` or ``max_fraction`` outside (0, 1].
+    """
+    if warmup_steps < 0 or num_train_steps < 1 or not 0.0 < max_fraction <= 1.0:
+        raise ValueError(
+            f"warmup_steps={warmup_steps}, num_train_steps={num_train_steps}, max_fraction={max_fraction}: "
+            "expected >= 0, >= 1 and a fraction in (0, 1]"
+        )
+    cap = max(1, int(num_train_steps * max_fraction))
+    if warmup_steps <= cap:
+        return warmup_steps, 1.0
+    return cap, cap / warmup_steps
+
+
+class ElectraSchedule:
+    """:func:`electra_lr_lambda` as a ``LambdaLR`` multiplier whose length can change during the run.
+
+    ``schedule(step) = peak_scale * electra_lr_lambda(step, warmup_steps, num_train_steps, power)``. It is
+    a callable object, so ``LambdaLR.state_dict()`` saves its attributes with the checkpoint and a resumed
+    run continues on the schedule it had, also after :meth:`refit` changed it.
+
+    Attributes:
+        warmup_steps, num_train_steps, power: as in :func:`electra_lr_lambda`.
+        peak_scale: multiplier of the peak learning rate (1.0 but after :meth:`refit` shortened the warmup).
+        recipe_warmup_steps: the warmup asked for, which :meth:`refit` shortens from (never lengthens past).
+    """
+
+    def __init__(self, *, warmup_steps: int, num_train_steps: int, power: float = 1.0) -> None:
+        electra_lr_lambda(0, warmup_steps=warmup_steps, num_train_steps=num_train_steps, power=power)  # validates
+        self.warmup_steps = int(warmup_steps)
+        self.num_train_steps = int(num_train_steps)
+        self.power = float(power)
+        self.peak_scale = 1.0
+        self.recipe_warmup_steps = int(warmup_steps)
+
+    def __call__(self, step: int) -> float:
+        return self.peak_scale * electra_lr_lambda(
+            step, warmup_steps=self.warmup_steps, num_train_steps=self.num_train_steps, power=self.power
+        )
+
+    def refit(self, step: int, num_train_steps: int, *, max_fraction: float = WARMUP_MAX_FRACTION) -> None:
+        """Make the run ``num_train_steps`` long, from optimizer step ``step`` on.
+
+        While the warmup is still under way (``step < warmup_steps``), the warmup is refitted to the new
+        length by :func:`fit_warmup` from ``recipe_warmup_steps``, at the recipe's slope, so the learning
+        rates already used stay on the same line; once it is over, the warmup and the peak stay as they
+        are and only the decay's end moves.
+
+        Raises:
+            ValueError: ``num_train_steps < 1``.
+        """
+        if num_train_steps < 1:
+            raise ValueError(f"num_train_steps={num_train_steps}: expected >= 1")
+        if step < self.warmup_steps:
+            self.warmup_steps, self.peak_scale = fit_warmup(self.recipe_warmup_steps, num_train_steps, max_fraction=max_fraction)
+        self.num_train_steps = int(num_train_steps)
+
+
 def electra_lr_scheduler(
     optimizer: torch.optim.Optimizer, *, warmup_steps: int, num_train_steps: int, power: float = 1.0
 ) -> torch.optim.lr_scheduler.LambdaLR:
-    """A ``LambdaLR`` following :func:`electra_lr_lambda` (a picklable ``functools.partial``)."""
-    import functools
-
-    fn = functools.partial(
-        electra_lr_lambda, warmup_steps=warmup_steps, num_train_steps=num_train_steps, power=power
+    """A ``LambdaLR`` following :func:`electra_lr_lambda`, through an :class:`ElectraSchedule` (saved with
+    the scheduler's state, refittable)."""
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, ElectraSchedule(warmup_steps=warmup_steps, num_train_steps=num_train_steps, power=power)
     )
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, fn)
 
 
 def decay_parameter_groups(

@@ -304,6 +304,49 @@ def test_max_train_seconds_stops_saved_and_the_rerun_finishes(data_dir, tmp_path
         resolve_hparams("small", {"max_train_seconds": -1})
 
 
+class _Tick(TrainerCallback):
+    """Advance a fake clock by ``seconds`` at the end of every optimizer step."""
+
+    def __init__(self, clock: dict, seconds: float) -> None:
+        self.clock, self.seconds = clock, seconds
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.clock["now"] += self.seconds
+
+
+@pytest.mark.slow
+def test_schedule_fitted_to_the_time_ends_decayed_and_saved(data_dir, tmp_path, monkeypatch):
+    """fit_schedule_to_time: the run measures its speed (here a fake clock: 0.5 s a step), sets the schedule's
+    end to the steps the rest of the budget holds, and stops there, far below max_steps, with its learning
+    rate decayed, a checkpoint and the final evaluation; the checkpoint records the fitted length, so the
+    same call again finds the run finished."""
+    from bioelectra.pretraining import trainer as trainer_module
+
+    clock = {"now": 0.0}
+    monkeypatch.setattr(trainer_module, "time", SimpleNamespace(monotonic=lambda: clock["now"], perf_counter=time.perf_counter))
+    out = tmp_path / "out"
+    hp = tiny_hparams(max_steps=1000, save_steps=1000, warmup_steps=10, max_train_seconds=60.0, fit_schedule_to_time=True)
+    summary = run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp, callbacks=[_Tick(clock, 0.5)])
+    # 2 steps/s measured from step 20 on, 60 s: about 120 steps, less the 3% margin; the deadline never fired
+    steps = summary["global_step"]
+    assert 100 <= steps <= 120 and clock["now"] < 60.0
+    checkpoints = sorted(out.glob("checkpoint-*"))
+    assert [c.name for c in checkpoints] == [f"checkpoint-{steps}"]
+    assert json.loads((checkpoints[0] / "trainer_state.json").read_text())["max_steps"] == steps
+    schedule = torch.load(checkpoints[0] / "scheduler.pt", weights_only=False)["lr_lambdas"][0]
+    assert schedule["num_train_steps"] == steps and schedule["warmup_steps"] == 10
+    fitted = json.loads((out / "fitted_schedule.json").read_text())
+    assert fitted["max_steps"] == steps and fitted["peak_learning_rate"] == hp["learning_rate"]
+    assert fitted["steps_per_second"] == pytest.approx(2.0)
+    logged = [r for r in json.loads((checkpoints[0] / "trainer_state.json").read_text())["log_history"] if "learning_rate" in r]
+    assert logged[-1]["learning_rate"] < 0.05 * hp["learning_rate"]  # decayed, not cut off at the deadline
+    assert summary["eval"] is not None and (out / "eval_results.json").is_file()
+    # run again: finished at the fitted length, nothing more to train
+    assert run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp, callbacks=[_Tick(clock, 0.5)])["global_step"] == steps
+    with pytest.raises(ValueError, match="fit_schedule_to_time"):
+        resolve_hparams("small", {"fit_schedule_to_time": True})
+
+
 @pytest.mark.parametrize(
     "damage",
     ["trainer_state.json", "optimizer.pt", "truncate-optimizer", "truncate-weights", "bad-state-json"],

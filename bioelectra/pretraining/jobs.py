@@ -44,6 +44,7 @@ from bioelectra.pretraining.trainer import (
     RankSeedCallback,
     SaveAtEndCallback,
     StepProgressCallback,
+    TimeFittedScheduleCallback,
     _use_bf16,
     training_arguments,
 )
@@ -109,9 +110,10 @@ def run_pretraining(
         callbacks=callbacks,
     )
     done = _checkpoint_step(resume) if resume else 0
-    if resume and done >= trainer.args.max_steps:
+    planned = _planned_steps(resume, trainer.args.max_steps, hp) if resume else trainer.args.max_steps
+    if resume and done >= planned:
         # Trainer would run one more step past max_steps on a finished run: evaluate only.
-        logger.info("%s is at step %d of %d: training already finished", resume, done, trainer.args.max_steps)
+        logger.info("%s is at step %d of %d: training already finished", resume, done, planned)
         finished = ElectraPretrainingModel.from_pretrained(resume)
         trainer.model.load_state_dict(finished.state_dict())
         trainer.state.global_step = done
@@ -137,6 +139,19 @@ def run_pretraining(
 
         plot_after_training(output_dir)
     return summary
+
+
+def _planned_steps(checkpoint: Path, max_steps: int, hp: PretrainingHparams) -> int:
+    """The steps the run of ``checkpoint`` was to make: ``max_steps``, or with ``fit_schedule_to_time`` the
+    length its schedule was fitted to, which the checkpoint's ``trainer_state.json`` records (a run that
+    reached it is finished; one stopped before it, by its deadline or a kill, goes on)."""
+    if not hp.fit_schedule_to_time:
+        return max_steps
+    try:
+        recorded = json.loads((Path(checkpoint) / "trainer_state.json").read_text()).get("max_steps")
+    except (OSError, ValueError):
+        recorded = None
+    return min(int(recorded), max_steps) if isinstance(recorded, int) and recorded > 0 else max_steps
 
 
 def _final_evaluation(trainer) -> dict[str, Any]:
@@ -299,6 +314,7 @@ def prepare_pretraining(
                 SaveAtEndCallback(),
                 RankSeedCallback(),
                 *([DeadlineCallback(hp.max_train_seconds)] if hp.max_train_seconds > 0 else []),
+                *([TimeFittedScheduleCallback(hp.max_train_seconds)] if hp.fit_schedule_to_time else []),
                 *callbacks,
             ],
             hparams=hp,

@@ -97,6 +97,13 @@ class PretrainingHparams:
             at the first optimizer step past it, training stops and a checkpoint is saved (the schedule
             stays the one of ``max_steps``; a re-run resumes towards ``max_steps``). 0: no limit. Not in
             the original; for leased accelerator time.
+        fit_schedule_to_time (`bool`, False): fit the learning-rate schedule to ``max_train_seconds``
+            instead of ``max_steps``: the speed is measured during the run and the schedule's length (where
+            the learning rate reaches 0 and training ends, saved) is set to the steps that the rest of the
+            budget holds, refitted as the run goes; ``max_steps`` becomes an upper bound, and a warmup
+            longer than a quarter of the fitted run is shortened at its slope (the peak lowered with it).
+            Needs ``max_train_seconds``. Not in the original
+            (:class:`bioelectra.pretraining.trainer.TimeFittedScheduleCallback`).
     """
 
     mask_prob: float | None = None
@@ -137,6 +144,7 @@ class PretrainingHparams:
     pad_to_multiple_of: int = 0
     dataloader_num_workers: int = 0
     max_train_seconds: float = 0.0
+    fit_schedule_to_time: bool = False
     report_to: str = "none"
 
     def __post_init__(self) -> None:
@@ -155,6 +163,8 @@ class PretrainingHparams:
             (self.attn_implementation in ("sdpa", "eager"), "attn_implementation", "sdpa or eager"),
             (isinstance(self.model_hparam_overrides, dict), "model_hparam_overrides", "a JSON object"),
             (self.max_train_seconds >= 0, "max_train_seconds", ">= 0 (0: no limit)"),
+            (not self.fit_schedule_to_time or self.max_train_seconds > 0, "fit_schedule_to_time",
+             "false unless max_train_seconds > 0 (the budget the schedule is fitted to)"),
         ]
         for ok, name, expected in checks:
             if not ok:

@@ -61,6 +61,127 @@ class DeadlineCallback(TrainerCallback):
         return control
 
 
+class TimeFittedScheduleCallback(TrainerCallback):
+    """Fit the learning-rate schedule's length to a wall-clock budget (``hparams.fit_schedule_to_time``).
+
+    The run is to end, its learning rate decayed to 0, when ``seconds`` of training-loop time are spent.
+    After the first ``skip_steps`` optimizer steps of this process (compilation, data-loader start), the
+    speed is measured; at every ``refit_steps``-th step after that, the schedule's length is set to
+    ``step + speed * remaining seconds * margin``, where the speed is the steps over the wall-clock seconds
+    since the measurement began (evaluations and checkpoint saves counted, as they recur), capped at the
+    Trainer's ``max_steps``, which becomes an upper bound. While the warmup is under way it is refitted at
+    the recipe's slope (:meth:`bioelectra.optimization.ElectraSchedule.refit`: at most a quarter of the
+    run). When the step reaches the fitted length, training stops with a checkpoint and an evaluation, as
+    at ``max_steps``; ``TrainerState.max_steps`` follows the fitted length, so the checkpoint records it.
+
+    The budget is this process's: a resumed run refits the rest of its schedule to its own
+    ``max_train_seconds``. Not in the original (its schedule is a number of steps); budget-based schedules
+    follow Izsak et al. 2021 ("How to Train BERT with an Academic Budget") and Geiping & Goldstein 2023
+    ("Cramming"). :class:`DeadlineCallback` stays the hard stop.
+
+    Args:
+        seconds: the training loop's budget (``hparams.max_train_seconds``), > 0.
+        skip_steps: steps before the speed is measured.
+        refit_steps: steps between refits.
+        margin: fraction of the remaining time planned for, < 1 so that the final evaluation and save fit.
+    """
+
+    def __init__(self, seconds: float, *, skip_steps: int = 20, refit_steps: int = 50, margin: float = 0.97) -> None:
+        if not seconds > 0 or skip_steps < 1 or refit_steps < 1 or not 0 < margin <= 1:
+            raise ValueError(
+                f"seconds={seconds}, skip_steps={skip_steps}, refit_steps={refit_steps}, margin={margin}: "
+                "expected > 0, >= 1, >= 1 and a fraction in (0, 1]"
+            )
+        self.seconds = float(seconds)
+        self.skip_steps, self.refit_steps, self.margin = int(skip_steps), int(refit_steps), float(margin)
+        self.start: float | None = None
+        self.first_step = 0
+        self.measured_from: tuple[int, float] | None = None  # (step, monotonic time)
+        self.fitted: int | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.start = time.monotonic()
+        self.first_step = state.global_step
+        self.measured_from, self.fitted = None, None
+
+    def on_step_end(self, args, state, control, lr_scheduler=None, **kwargs):
+        if self.start is None:
+            return control
+        step, now = state.global_step, time.monotonic()
+        if self.measured_from is None:
+            if step - self.first_step >= self.skip_steps:
+                self.measured_from = (step, now)
+            return control
+        measured_steps = step - self.measured_from[0]
+        if measured_steps < 1 or measured_steps % self.refit_steps:
+            return control
+        speed = measured_steps / max(now - self.measured_from[1], 1e-9)  # steps / s
+        remaining = max(self.start + self.seconds - now, 0.0)
+        fitted = min(max(step + int(speed * remaining * self.margin), step), args.max_steps)
+        if args.world_size > 1:  # every rank must stop at the same step: process 0's plan decides
+            fitted = _process_zero_value(fitted, args.device)
+        schedule = _electra_schedule(lr_scheduler)
+        if schedule is not None:
+            schedule.refit(step, max(fitted, 1))
+        if self.fitted is None or abs(fitted - self.fitted) > 0.02 * self.fitted:
+            logger.info(
+                "schedule fitted to max_train_seconds=%g: %d steps at %.3g steps/s (%.0f s left)%s",
+                self.seconds, fitted, speed, remaining,
+                "" if schedule is None else f", warmup {schedule.warmup_steps} to {schedule.peak_scale:.3g} x the peak",
+            )  # fmt: skip
+        self.fitted = fitted
+        state.max_steps = fitted
+        if state.is_world_process_zero:
+            self._record(args, step, fitted, speed, remaining, schedule)
+        if step >= fitted:
+            control.should_training_stop = True
+            control.should_save = True
+            if args.eval_strategy == "steps" and state.eval_steps and step % state.eval_steps != 0:
+                control.should_evaluate = True
+        return control
+
+
+    def _record(self, args, step: int, fitted: int, speed: float, remaining: float, schedule) -> None:
+        """The schedule as last fitted, in ``<output_dir>/``:data:`FITTED_SCHEDULE_FILE` (written atomically)."""
+        from bioelectra.textio import atomic_write_text
+
+        record = {
+            "step": step,
+            "max_steps": fitted,
+            "max_train_seconds": self.seconds,
+            "seconds_left": round(remaining, 1),
+            "steps_per_second": round(speed, 3),
+        }
+        if schedule is not None:
+            record.update(warmup_steps=schedule.warmup_steps, peak_learning_rate=args.learning_rate * schedule.peak_scale)
+        atomic_write_text(Path(args.output_dir) / FITTED_SCHEDULE_FILE, json.dumps(record, indent=2) + "\n")
+
+
+#: The schedule a :class:`TimeFittedScheduleCallback` fitted last, in the run's output directory: ``{"step",
+#: "max_steps", "warmup_steps", "peak_learning_rate", "steps_per_second", "seconds_left", "max_train_seconds"}``.
+FITTED_SCHEDULE_FILE = "fitted_schedule.json"
+
+
+def _electra_schedule(lr_scheduler):
+    """The :class:`ElectraSchedule` inside a ``LambdaLR``, or None (another scheduler: its length stays)."""
+    from bioelectra.optimization import ElectraSchedule
+
+    lr_scheduler = getattr(lr_scheduler, "scheduler", lr_scheduler)  # accelerate's wrapper, where there is one
+    lambdas = getattr(lr_scheduler, "lr_lambdas", None) or []
+    return next((fn for fn in lambdas if isinstance(fn, ElectraSchedule)), None)
+
+
+def _process_zero_value(value: int, device: torch.device) -> int:
+    """``value`` as process 0 has it, on every process (one broadcast)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return value
+    decided = torch.tensor([int(value)], device=device)
+    dist.broadcast(decided, src=0)
+    return int(decided.item())
+
+
 def _process_zero_decides(flag: bool, device: torch.device) -> bool:
     """``flag`` as process 0 has it, on every process (one broadcast). A decision to stop must be the same
     on all ranks: a rank that stops alone leaves the others waiting in the next gradient all-reduce."""
@@ -175,6 +296,13 @@ class StepProgressCallback(ProgressCallback):
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         return None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        bar = getattr(self, "training_bar", None)
+        if bar is not None and bar.total != state.max_steps:  # a schedule fitted to the time (TimeFittedScheduleCallback)
+            bar.total = state.max_steps
+            bar.refresh()
+        return super().on_step_end(args, state, control, **kwargs)
 
 
 class ElectraPretrainer(Trainer):
