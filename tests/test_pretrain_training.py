@@ -340,6 +340,9 @@ def test_schedule_fitted_to_the_time_ends_decayed_and_saved(data_dir, tmp_path, 
     assert fitted["steps_per_second"] == pytest.approx(2.0)
     logged = [r for r in json.loads((checkpoints[0] / "trainer_state.json").read_text())["log_history"] if "learning_rate" in r]
     assert logged[-1]["learning_rate"] < 0.05 * hp["learning_rate"]  # decayed, not cut off at the deadline
+    records = [json.loads(line) for line in (out / "log_history.jsonl").read_text().splitlines()]
+    final = next(r for r in records if "train_runtime" in r)  # samples/s of the steps run, not of max_steps
+    assert final["train_samples_per_second"] == pytest.approx(final["train_steps_per_second"] * hp["per_device_train_batch_size"], rel=1e-3)
     assert summary["eval"] is not None and (out / "eval_results.json").is_file()
     # run again: finished at the fitted length, nothing more to train
     assert run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp, callbacks=[_Tick(clock, 0.5)])["global_step"] == steps

@@ -376,6 +376,11 @@ class ElectraPretrainer(Trainer):
             self._component_count = 0
         if "loss" in logs:
             self._log_speed(logs)
+        if "train_steps_per_second" in logs and "train_samples_per_second" in logs:
+            # the Trainer's samples/s scales the samples of its planned max_steps by the share of steps run,
+            # a million-step bound's samples under fit_schedule_to_time: steps/s x the global batch instead
+            batch = self.args.per_device_train_batch_size * self.args.gradient_accumulation_steps * self.args.world_size
+            logs["train_samples_per_second"] = round(logs["train_steps_per_second"] * batch, 3)
         super().log(logs, start_time)
 
     def _issue_warnings_after_load(self, load_result: Any) -> None:
