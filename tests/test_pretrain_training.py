@@ -327,9 +327,10 @@ def test_schedule_fitted_to_the_time_ends_decayed_and_saved(data_dir, tmp_path, 
     out = tmp_path / "out"
     hp = tiny_hparams(max_steps=1000, save_steps=1000, warmup_steps=10, max_train_seconds=60.0, fit_schedule_to_time=True)
     summary = run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp, callbacks=[_Tick(clock, 0.5)])
-    # 2 steps/s measured from step 20 on, 60 s: about 120 steps, less the 3% margin; the deadline never fired
+    # 2 steps/s measured from step 20 on, 60 s: up to 120 steps, refitted at every step; the deadline would have
+    # stopped the run at step 121 (the first step past 60 s), with the learning rate far from 0
     steps = summary["global_step"]
-    assert 100 <= steps <= 120 and clock["now"] < 60.0
+    assert 100 <= steps <= 120
     checkpoints = sorted(out.glob("checkpoint-*"))
     assert [c.name for c in checkpoints] == [f"checkpoint-{steps}"]
     assert json.loads((checkpoints[0] / "trainer_state.json").read_text())["max_steps"] == steps

@@ -66,13 +66,17 @@ class TimeFittedScheduleCallback(TrainerCallback):
 
     The run is to end, its learning rate decayed to 0, when ``seconds`` of training-loop time are spent.
     After the first ``skip_steps`` optimizer steps of this process (compilation, data-loader start), the
-    speed is measured; at every ``refit_steps``-th step after that, the schedule's length is set to
+    speed is measured; at every ``refit_steps``-th step after that (every step by default: it costs a few
+    arithmetic operations, and an evaluation just before the end must not leave the schedule's end past the
+    budget), the schedule's length is set to
     ``step + speed * remaining seconds * margin``, where the speed is the steps over the wall-clock seconds
     since the measurement began (evaluations and checkpoint saves counted, as they recur), capped at the
     Trainer's ``max_steps``, which becomes an upper bound. While the warmup is under way it is refitted at
     the recipe's slope (:meth:`bioelectra.optimization.ElectraSchedule.refit`: at most a quarter of the
     run). When the step reaches the fitted length, training stops with a checkpoint and an evaluation, as
     at ``max_steps``; ``TrainerState.max_steps`` follows the fitted length, so the checkpoint records it.
+    The schedule is logged, and written to :data:`FITTED_SCHEDULE_FILE`, when it moves by more than 2% and
+    every ``record_steps`` steps.
 
     The budget is this process's: a resumed run refits the rest of its schedule to its own
     ``max_train_seconds``. Not in the original (its schedule is a number of steps); budget-based schedules
@@ -83,10 +87,13 @@ class TimeFittedScheduleCallback(TrainerCallback):
         seconds: the training loop's budget (``hparams.max_train_seconds``), > 0.
         skip_steps: steps before the speed is measured.
         refit_steps: steps between refits.
+        record_steps: steps between writes of :data:`FITTED_SCHEDULE_FILE` (and whenever the fit moves by 2%).
         margin: fraction of the remaining time planned for, < 1 so that the final evaluation and save fit.
     """
 
-    def __init__(self, seconds: float, *, skip_steps: int = 20, refit_steps: int = 50, margin: float = 0.97) -> None:
+    def __init__(
+        self, seconds: float, *, skip_steps: int = 20, refit_steps: int = 1, record_steps: int = 50, margin: float = 0.97
+    ) -> None:
         if not seconds > 0 or skip_steps < 1 or refit_steps < 1 or not 0 < margin <= 1:
             raise ValueError(
                 f"seconds={seconds}, skip_steps={skip_steps}, refit_steps={refit_steps}, margin={margin}: "
@@ -94,6 +101,7 @@ class TimeFittedScheduleCallback(TrainerCallback):
             )
         self.seconds = float(seconds)
         self.skip_steps, self.refit_steps, self.margin = int(skip_steps), int(refit_steps), float(margin)
+        self.record_steps = max(1, int(record_steps))
         self.start: float | None = None
         self.first_step = 0
         self.measured_from: tuple[int, float] | None = None  # (step, monotonic time)
@@ -123,7 +131,8 @@ class TimeFittedScheduleCallback(TrainerCallback):
         schedule = _electra_schedule(lr_scheduler)
         if schedule is not None:
             schedule.refit(step, max(fitted, 1))
-        if self.fitted is None or abs(fitted - self.fitted) > 0.02 * self.fitted:
+        moved = self.fitted is None or abs(fitted - self.fitted) > 0.02 * self.fitted
+        if moved:
             logger.info(
                 "schedule fitted to max_train_seconds=%g: %d steps at %.3g steps/s (%.0f s left)%s",
                 self.seconds, fitted, speed, remaining,
@@ -131,7 +140,7 @@ class TimeFittedScheduleCallback(TrainerCallback):
             )  # fmt: skip
         self.fitted = fitted
         state.max_steps = fitted
-        if state.is_world_process_zero:
+        if state.is_world_process_zero and (moved or measured_steps % self.record_steps == 0 or step >= fitted):
             self._record(args, step, fitted, speed, remaining, schedule)
         if step >= fitted:
             control.should_training_stop = True
