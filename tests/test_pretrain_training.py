@@ -351,6 +351,33 @@ def test_schedule_fitted_to_the_time_ends_decayed_and_saved(data_dir, tmp_path, 
         resolve_hparams("small", {"fit_schedule_to_time": True})
 
 
+def test_a_time_fitted_run_stopped_near_its_fitted_end_is_recorded_finished(tmp_path, monkeypatch):
+    """A run that stops within 1% of its fitted length (the deadline a step early, or the Trainer at the fitted
+    max_steps while the next fit would have gone a step further) records the step reached as its length, so a
+    re-run finds it finished; one stopped well before it (a kill, an early deadline) keeps the fitted length."""
+    from bioelectra.pretraining import trainer as trainer_module
+
+    clock = {"now": 0.0}
+    monkeypatch.setattr(trainer_module, "time", SimpleNamespace(monotonic=lambda: clock["now"], perf_counter=time.perf_counter))
+
+    def run_until(stop_at: int) -> SimpleNamespace:
+        callback = trainer_module.TimeFittedScheduleCallback(1000.0, skip_steps=1)
+        args = SimpleNamespace(max_steps=10**6, world_size=1, output_dir=str(tmp_path), learning_rate=1e-3, eval_strategy="no")
+        state = SimpleNamespace(global_step=0, max_steps=10**6, is_world_process_zero=True, eval_steps=0)
+        control = SimpleNamespace(should_training_stop=False, should_save=False, should_evaluate=False)
+        clock["now"] = 0.0
+        callback.on_train_begin(args, state, control)
+        for step in range(1, stop_at + 1):  # one step a second
+            clock["now"], state.global_step = float(step), step
+            control.should_training_stop = step == stop_at
+            callback.on_step_end(args, state, control)
+        return state
+
+    assert run_until(990).max_steps == 990  # fitted to 999 at step 989
+    assert json.loads((tmp_path / "fitted_schedule.json").read_text())["max_steps"] == 990
+    assert run_until(500).max_steps == 499 + int(501 * 0.97)  # stopped early: the fit of step 499 stands, a re-run goes on
+
+
 @pytest.mark.parametrize(
     "damage",
     ["trainer_state.json", "optimizer.pt", "truncate-optimizer", "truncate-weights", "bad-state-json"],

@@ -121,10 +121,19 @@ class TimeFittedScheduleCallback(TrainerCallback):
                 self.measured_from = (step, now)
             return control
         measured_steps = step - self.measured_from[0]
-        if measured_steps < 1 or measured_steps % self.refit_steps:
+        if measured_steps < 1:
             return control
         speed = measured_steps / max(now - self.measured_from[1], 1e-9)  # steps / s
         remaining = max(self.start + self.seconds - now, 0.0)
+        if control.should_training_stop:  # at the fitted end (DefaultFlowCallback) or the deadline: no refit
+            if self.fitted is not None and step >= FINISHED_FRACTION * self.fitted:
+                # ended where the fit ends: recorded as finished, so that a re-run does not train on
+                self.fitted = state.max_steps = step
+                if state.is_world_process_zero:
+                    self._record(args, step, step, speed, remaining, _electra_schedule(lr_scheduler))
+            return control
+        if measured_steps % self.refit_steps:
+            return control
         fitted = min(max(step + int(speed * remaining * self.margin), step), args.max_steps)
         if args.world_size > 1:  # every rank must stop at the same step: process 0's plan decides
             fitted = _process_zero_value(fitted, args.device)
@@ -165,6 +174,10 @@ class TimeFittedScheduleCallback(TrainerCallback):
             record.update(warmup_steps=schedule.warmup_steps, peak_learning_rate=args.learning_rate * schedule.peak_scale)
         atomic_write_text(Path(args.output_dir) / FITTED_SCHEDULE_FILE, json.dumps(record, indent=2) + "\n")
 
+
+#: A time-fitted run stopped (by its deadline, or at its fitted end) at this fraction of its fitted length or
+#: more is finished: its checkpoint records the step reached as the run's length.
+FINISHED_FRACTION = 0.99
 
 #: The schedule a :class:`TimeFittedScheduleCallback` fitted last, in the run's output directory: ``{"step",
 #: "max_steps", "warmup_steps", "peak_learning_rate", "steps_per_second", "seconds_left", "max_train_seconds"}``.
