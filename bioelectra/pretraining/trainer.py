@@ -106,11 +106,12 @@ class TimeFittedScheduleCallback(TrainerCallback):
         self.first_step = 0
         self.measured_from: tuple[int, float] | None = None  # (step, monotonic time)
         self.fitted: int | None = None
+        self.logged: int | None = None  # the fit last logged and recorded
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.start = time.monotonic()
         self.first_step = state.global_step
-        self.measured_from, self.fitted = None, None
+        self.measured_from, self.fitted, self.logged = None, None, None
 
     def on_step_end(self, args, state, control, lr_scheduler=None, **kwargs):
         if self.start is None:
@@ -140,8 +141,9 @@ class TimeFittedScheduleCallback(TrainerCallback):
         schedule = _electra_schedule(lr_scheduler)
         if schedule is not None:
             schedule.refit(step, max(fitted, 1))
-        moved = self.fitted is None or abs(fitted - self.fitted) > 0.02 * self.fitted
+        moved = self.logged is None or abs(fitted - self.logged) > 0.02 * self.logged  # since the last log
         if moved:
+            self.logged = fitted
             logger.info(
                 "schedule fitted to max_train_seconds=%g: %d steps at %.3g steps/s (%.0f s left)%s",
                 self.seconds, fitted, speed, remaining,
