@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -100,29 +101,32 @@ def test_tar_pieces_reassemble(tmp_path):
         assert tar.extractfile("inner/payload.bin").read() == payload.read_bytes()
 
 
-def test_train_hparams_fit_the_minutes(tmp_path):
+def _train_args(hp_file: Path, work: Path, **kw):
+    return argparse.Namespace(**{**dict(hparams=hp_file, work=work, steps=None, minutes=10.0, init_from_warmup=500, set=None,
+                                        compile="auto", compile_min_speedup=1.2), **kw})  # fmt: skip
+
+
+def test_train_hparams_fit_the_schedule_to_the_minutes(tmp_path):
     c = load_campaign()
     hp_file = tmp_path / "hp.json"
     hp_file.write_text(json.dumps(TINY))
-    bench = {"cases": [{"size": str(hp_file), "optimized": {"steps_per_second": 20.0}}]}
-    (tmp_path / "bench.json").write_text(json.dumps(bench))
-    args = type("A", (), dict(hparams=hp_file, work=tmp_path, steps=None, minutes=10.0, speed_margin=0.85, init_from_warmup=500,
-                              set=None, compile="auto", compile_min_speedup=1.2))  # fmt: skip
-    hp = c.train_hparams(args)  # auto, without a compiled bench: eager
-    assert hp["max_steps"] == int(20.0 * 0.85 * 600)  # 10,200
-    assert hp["max_train_seconds"] == 600.0
-    assert hp["warmup_steps"] == 1000 and "model_size" not in hp and "torch_compile" not in hp
-    args.minutes = 0.5  # 510 steps: the warmup is capped at a quarter of them, at the recipe's slope
+    args = _train_args(hp_file, tmp_path)
+    hp = c.train_hparams(args)  # no bench needed: the run measures its own speed
+    assert hp["fit_schedule_to_time"] is True and hp["max_train_seconds"] == 600.0
+    assert hp["max_steps"] == c.FITTED_MAX_STEPS and hp["warmup_steps"] == 1000  # the library fits the warmup
+    assert hp["learning_rate"] == TINY["learning_rate"] and "model_size" not in hp and "torch_compile" not in hp
+    from bioelectra.training import resolve_hparams
+
+    assert resolve_hparams("small", hp).fit_schedule_to_time  # valid hparams for pretrain train
+    args.steps = 510  # a fixed schedule: the warmup is capped at a quarter of it, at the recipe's slope
     short = c.train_hparams(args)
-    assert short["warmup_steps"] == 127
+    assert short["max_steps"] == 510 and short["warmup_steps"] == 127 and "fit_schedule_to_time" not in short
     assert short["learning_rate"] / short["warmup_steps"] == pytest.approx(TINY["learning_rate"] / TINY["warmup_steps"])
     (tmp_path / "init-from").mkdir()  # continuing a trained model: its own short re-warmup, the recipe's peak
     continued = c.train_hparams(args)
     assert continued["warmup_steps"] == 500 and continued["learning_rate"] == TINY["learning_rate"]
-    (tmp_path / "init-from").rmdir()
-    (tmp_path / "bench.json").unlink()
-    with pytest.raises(SystemExit, match="no measured speed"):
-        c.train_hparams(args)
+    args.steps = None
+    assert c.train_hparams(args)["warmup_steps"] == 500
 
 
 def test_bench_cases_match_whatever_the_hparams_path_spelling():
@@ -140,41 +144,64 @@ def test_bench_cases_match_whatever_the_hparams_path_spelling():
     assert c.recipe_case(report, REPO_ROOT / "recipes" / "bioelectra-mini" / "hparams.json") is None
 
 
-def test_train_compiles_when_the_compiled_bench_shows_the_gain(tmp_path):
+def test_train_compiles_when_asked_or_when_the_compiled_bench_shows_the_gain(tmp_path):
     c = load_campaign()
     hp_file = tmp_path / "hp.json"
     hp_file.write_text(json.dumps({**TINY, "max_seq_length": 128, "pad_to_multiple_of": 8}))
-    (tmp_path / "bench.json").write_text(json.dumps({"cases": [{"size": str(hp_file), "optimized": {"steps_per_second": 20.0}}]}))
 
     def compiled_bench(speedup: float) -> None:
         case = {"size": str(hp_file), "optimized": {"steps_per_second": 20.0 * speedup, "warmup_seconds": 60.0},
                 "speedup_over_eager": speedup}  # fmt: skip
         (tmp_path / "bench-compiled.json").write_text(json.dumps({"cases": [case]}))
 
-    args = type("A", (), dict(hparams=hp_file, work=tmp_path, steps=None, minutes=10.0, speed_margin=0.85, init_from_warmup=500,
-                              set=None, compile="auto", compile_min_speedup=1.2))  # fmt: skip
+    args = _train_args(hp_file, tmp_path)
+    assert "torch_compile" not in c.train_hparams(args)  # auto without a compiled bench: eager
     compiled_bench(2.5)
     hp = c.train_hparams(args)
-    # the compiled speed over the minutes less the compilation, every batch at the full length
-    assert hp["torch_compile"] is True and hp["max_steps"] == int(50.0 * 0.85 * (600 - 60))
-    assert hp["pad_to_multiple_of"] == 128 and hp["max_train_seconds"] == 600.0
-    compiled_bench(1.1)  # below --compile-min-speedup: eager, at the eager speed
+    assert hp["torch_compile"] is True and hp["pad_to_multiple_of"] == 128  # every batch at the full length
+    compiled_bench(1.1)  # below --compile-min-speedup: eager
     hp = c.train_hparams(args)
-    assert "torch_compile" not in hp and hp["max_steps"] == int(20.0 * 0.85 * 600) and hp["pad_to_multiple_of"] == 8
+    assert "torch_compile" not in hp and hp["pad_to_multiple_of"] == 8
     args.compile = "off"
     compiled_bench(3.0)
     assert "torch_compile" not in c.train_hparams(args)
     (tmp_path / "bench-compiled.json").write_text(json.dumps({"error": "compilation failed"}))
     args.compile = "auto"
     assert c.compile_decision(args)[0] is False
-    args.compile = "on"  # forced, but no compiled figure to plan the steps with
-    with pytest.raises(SystemExit, match="bench-compiled.json"):
-        c.train_hparams(args)
+    args.compile = "on"  # forced: no compiled figure needed, the fitted schedule measures the run itself
+    assert c.train_hparams(args)["torch_compile"] is True
+
+
+def test_a_failed_compiled_run_goes_on_eager_with_the_time_left(tmp_path):
+    c = load_campaign()
+    recipe = json.loads(c.HPARAMS.read_text())
+    hp_file = tmp_path / "train-hparams.json"
+    now = {"t": 0.0}
+    calls = []
+
+    def fake_run(codes):
+        def run(cmd):
+            calls.append(json.loads(hp_file.read_text()))
+            now["t"] += 100.0  # each attempt takes 100 s
+            return codes[len(calls) - 1]
+        return run
+
+    hp_file.write_text(json.dumps({"torch_compile": True, "pad_to_multiple_of": 128, "max_train_seconds": 420.0}))
+    record = c.supervise(["pretrain"], tmp_path, call=fake_run([1, 0]), clock=lambda: now["t"])
+    assert record["returncode"] == 0 and record["compiled_returncode"] == 1 and record["fallback"] == "eager"
+    assert calls[1]["torch_compile"] is False and calls[1]["max_train_seconds"] == 320.0
+    assert calls[1]["pad_to_multiple_of"] == recipe["pad_to_multiple_of"]
+    calls.clear()  # an eager run that fails is not run again: the same failure would come back
+    hp_file.write_text(json.dumps({"max_train_seconds": 420.0}))
+    assert c.supervise(["pretrain"], tmp_path, call=fake_run([1]), clock=lambda: now["t"])["returncode"] == 1 and len(calls) == 1
+    calls.clear()  # nor a compiled run with under a minute left
+    hp_file.write_text(json.dumps({"torch_compile": True, "max_train_seconds": 150.0}))
+    assert c.supervise(["pretrain"], tmp_path, call=fake_run([1]), clock=lambda: now["t"])["returncode"] == 1 and len(calls) == 1
 
 
 def test_a_bench_that_fails_part_way_keeps_what_it_measured(tmp_path, monkeypatch):
-    """The bench dies after the recipe's case (a later ELECTRA case crashed): that case still reaches $OUT,
-    ``train`` can plan on it, and the failure is written down; the eager bench then exits non-zero, the
+    """The bench dies after its first case (a later case crashed, or the call's --timeout stopped it): that
+    case still reaches $OUT and the failure is written down; the eager bench then exits non-zero, the
     optional compiled one does not, and it keeps the earlier calls' compiled cases."""
     c = load_campaign()
     hp_file = tmp_path / "hp.json"
@@ -184,21 +211,19 @@ def test_a_bench_that_fails_part_way_keeps_what_it_measured(tmp_path, monkeypatc
     recipe = {"size": str(hp_file), "seq_len": 128, "batch_size": 256, "optimized": {"steps_per_second": 30.0}}
 
     def bench_dying_after_the_first_case(cmd, **kwargs):
+        assert kwargs["timeout"] == 120.0
         output = Path(cmd[cmd.index("--output") + 1])
         output.write_text(json.dumps({"device": "H100", "cases": [recipe]}))
         raise SystemExit("error: .../pretrain_throughput.py --cases ... exited with 1")
 
     monkeypatch.setattr(c, "run", bench_dying_after_the_first_case)
     args = argparse.Namespace(work=work, out=out, hparams=hp_file, cases=None, steps=20, warmup=5, profile=10,
-                              batch_size=None, layers=None, compile=False, quiet=True)  # fmt: skip
+                              batch_size=None, layers=None, compile=False, quiet=True, timeout=120.0)  # fmt: skip
     with pytest.raises(SystemExit, match="eager bench failed"):
         c.cmd_bench(args)
     report = json.loads((out / "bench.json").read_text())
     assert report["cases"] == [recipe] and "exited with 1" in report["error"]
     assert not list(work.glob("bench-run.json"))
-    plan = argparse.Namespace(hparams=hp_file, work=work, steps=None, minutes=10.0, speed_margin=0.85,
-                              init_from_warmup=500, set=None, compile="auto", compile_min_speedup=1.2)  # fmt: skip
-    assert c.train_hparams(plan)["max_steps"] == int(30.0 * 0.85 * 600)
 
     earlier = {"size": "small", "seq_len": 128, "batch_size": 128, "optimized": {"steps_per_second": 50.0}}
     (work / "bench-compiled.json").write_text(json.dumps({"cases": [earlier]}))
@@ -207,6 +232,16 @@ def test_a_bench_that_fails_part_way_keeps_what_it_measured(tmp_path, monkeypatc
     compiled = json.loads((out / "bench-compiled.json").read_text())
     assert compiled["cases"][0] == earlier and compiled["cases"][1]["speedup_over_eager"] == 1.0
     assert "exited with 1" in compiled["error"]
+
+
+def test_a_command_past_its_timeout_is_stopped_and_named():
+    load_campaign()  # puts the campaign's folder on the import path
+    from campaign_common import run
+
+    started = time.monotonic()
+    with pytest.raises(SystemExit, match=r"still running after 0.5 s: stopped"):
+        run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5)
+    assert time.monotonic() - started < 30
 
 
 def test_machine_report_records_a_cuda_failure_instead_of_raising(monkeypatch):
@@ -479,6 +514,10 @@ def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_result
     monkeypatch.setattr(sys.modules["campaign_finetune"], "run", finetune)  # the stage's own module
     args = argparse.Namespace(work=work, out=out, hparams=c.HPARAMS, budget_seconds=600.0, trials=1, only=None,
                               extra="", quiet=True, learning_rate=None, ner=tmp_path / "no-ner-sets")  # fmt: skip
+    monkeypatch.setattr(sys.modules["campaign_finetune"], "has_gpu", lambda: False)
+    c.cmd_finetune_eval(args)  # without a GPU the fine-tuning time (an ELECTRA-Base-sized model) is not measured
+    assert ran == [] and "base-speed" in json.loads((out / "finetune.json").read_text())["skipped"]
+    monkeypatch.setattr(sys.modules["campaign_finetune"], "has_gpu", lambda: True)  # the device from here on
     # without --ner and without the device's <work>/ner, the BC5CDR sets come from ../shared (when it is there)
     bc5 = [i for i in c.finetune_queue(argparse.Namespace(**{**vars(args), "ner": None})) if i["name"].startswith("bc5cdr")]
     assert len(bc5) == (4 if c.DEFAULT_NER.is_dir() else 0)
@@ -635,8 +674,13 @@ def test_campaign_dry_run_on_cpu(tmp_path):
             assert {str(f.get_tensor(k).dtype) for k in f.keys()} == {"torch.bfloat16"}
     campaign("setup", *[a for p in sorted(dest2.glob("pack-*")) for a in ("--pack", p)], "--work", work2, "--out", out)
     campaign("data", "--work", work2, "--out", out, "--num-processes", "1", "--max-seq-length", "32")
-    campaign("train", "--work", work2, "--out", out, "--hparams", hparams, "--minutes", "5", "--steps", "2", "--check-seconds", "0")
+    # as the RUNBOOK's call 2 runs it: no --steps, the schedule fitted to the minutes as the run goes
+    campaign("train", "--work", work2, "--out", out, "--hparams", hparams, "--minutes", "0.2", "--check-seconds", "0",
+             "--set", "save_steps", "100000")  # fmt: skip
     poll = campaign("poll", "--work", work2, "--out", out, "--wait", "240")
     assert '"returncode": 0' in poll.stdout, poll.stdout
     run_hp = json.loads((work2 / "run" / "hparams.json").read_text())
     assert run_hp["init_from"] == str(work2 / "init-from") and run_hp["warmup_steps"] == 500, run_hp
+    assert run_hp["fit_schedule_to_time"] is True and run_hp["max_train_seconds"] == 12.0
+    final = json.loads(sorted((work2 / "run").glob("checkpoint-*/trainer_state.json"))[-1].read_text())
+    assert 1 <= final["global_step"] < load_campaign().FITTED_MAX_STEPS  # stopped by its time, saved

@@ -15,9 +15,10 @@ Stages (each ``python recipes/bioelectra-small/campaign.py STAGE ...``):
   ``$OUT/bench-compiled.json``.
 - ``data`` (device): ``pretrain build-data`` over the unpacked text on every core.
 - ``train`` (device): launch ``pretrain train`` in the background (a new session, so it outlives the call)
-  with ``max_steps`` from the bench's measured speed and ``--minutes``, and a wall-clock stop
-  (``max_train_seconds``) so the run ends saved inside the lease; ``--compile auto`` trains under
-  ``torch.compile`` when the compiled bench showed it faster.
+  for ``--minutes`` of training: its schedule fitted to them as it goes (``fit_schedule_to_time``: the run
+  measures its own speed and ends, saved, with its learning rate decayed, when the minutes are spent);
+  ``--compile on`` trains under ``torch.compile`` and, if that run fails, eager for the minutes left
+  (``supervise``); ``auto`` compiles when the compiled bench showed it faster.
 - ``poll`` (device): wait (at most ``--wait`` seconds) and print the run's progress and metrics (from the
   run's ``log_history.jsonl``).
 - ``collect`` (device): float32 export of generator + discriminator, pre-training metrics, logs: one tar in
@@ -189,7 +190,7 @@ def cmd_setup(args) -> None:
 
 
 def bench_cases(hparams: Path, *, compiled: bool = False) -> str:
-    """The bench's cases: the three ELECTRA cases of issue 14 and the recipe's model; compiled, the recipe's
+    """The bench's cases: the three ELECTRA cases of issue 14, then the recipe's model; compiled, the recipe's
     model only (the figure ``train --compile auto`` decides on; each compilation takes a minute or more of
     device time; ``--cases small:128:128`` adds ELECTRA-Small to ``bench-compiled.json`` later)."""
     recipe = f"{hparams}:128:{json.loads(hparams.read_text()).get('per_device_train_batch_size', 128)}"
@@ -229,9 +230,9 @@ def cmd_bench(args) -> None:
     previous = read_json(args.work / name, {}) if args.compile else {}
     fresh = args.work / f"{Path(name).stem}-run.json"  # this run's report alone, however far it got
     fresh.unlink(missing_ok=True)
-    # the recipe's model first: the one train plans on, measured even if a later case fails
-    ordered = sorted(cases.split(","), key=lambda c: 0 if _case_size(c.split(":")[0]) == _case_size(str(args.hparams)) else 1)
-    cmd = [sys.executable, REPO / "bench" / "pretrain_throughput.py", "--cases", ",".join(ordered),
+    # in the order given: issue 14's three ELECTRA cases first, measured even if a later case fails or the
+    # call's `timeout` cuts the bench short (train needs no bench: it fits its schedule to its minutes)
+    cmd = [sys.executable, REPO / "bench" / "pretrain_throughput.py", "--cases", cases,
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--matmul", "--profile", str(args.profile),
            "--output", fresh]  # fmt: skip
     if args.compile:
@@ -242,7 +243,7 @@ def cmd_bench(args) -> None:
         cmd += ["--layers", str(args.layers)]
     failure = None
     try:
-        run(cmd, stdout=subprocess.DEVNULL if args.quiet else None)
+        run(cmd, stdout=subprocess.DEVNULL if args.quiet else None, timeout=args.timeout)
     except SystemExit as exc:
         failure = f"{cases}: {exc}"
         log(f"{'compiled ' if args.compile else ''}bench failed ({exc}); "
@@ -306,53 +307,96 @@ def compile_decision(args) -> tuple[bool, str]:
     return True, f"compiled: x{speedup} the eager speed"
 
 
-#: The warmup takes at most this fraction of a run's steps; a longer recipe warmup is shortened with its peak
-#: learning rate lowered in proportion, so that its slope stays the recipe's.
-WARMUP_MAX_FRACTION = 4
+#: ``max_steps`` of a run whose schedule is fitted to its minutes: an upper bound that no lease reaches (a
+#: million steps, ELECTRA-Small's whole run), so the fitted length always decides.
+FITTED_MAX_STEPS = 1_000_000
 
 
 def train_hparams(args) -> dict:
-    """The recipe's hparams with ``max_steps`` fitted to ``--minutes`` at the bench's measured speed of the
-    recipe's model (times ``--speed-margin`` for the data path and the Trainer), and the wall-clock stop.
-    The warmup takes at most a quarter of the run (:data:`WARMUP_MAX_FRACTION`), at the recipe's slope.
-    Compiled (:func:`compile_decision`): the compiled speed, the minutes less the bench's compilation time
-    (paid again when the run starts), and every batch padded to ``max_seq_length`` so that its shape never
-    changes (a new shape means a new compilation)."""
+    """The recipe's hparams for a run of ``--minutes`` of training-loop time (``max_train_seconds``: the run
+    stops saved when they are spent).
+
+    Without ``--steps`` the schedule is fitted to the minutes (``fit_schedule_to_time``): the run measures
+    its own speed, the compilation, data path, evaluations and saves included, and ends where the minutes
+    end with its learning rate decayed; the library shortens a warmup longer than a quarter of the run at
+    the recipe's slope (:func:`bioelectra.optimization.fit_warmup`). With ``--steps N`` the schedule is N
+    steps, its warmup fitted by the same rule here. A continued run (``init-from/``) gets its own short
+    re-warmup (``--init-from-warmup``) to the recipe's peak instead. Compiled (:func:`compile_decision`):
+    every batch padded to ``max_seq_length``, so that its shape never changes (a new shape means a new
+    compilation)."""
+    from bioelectra.optimization import fit_warmup
+
     hp = json.loads(args.hparams.read_text())
     hp.pop("model_size", None)
     compiled, why = compile_decision(args)
     log(f"torch.compile: {why}")
+    continued = args.init_from_warmup is not None and (args.work / "init-from").is_dir()
+    if continued:
+        hp["warmup_steps"] = args.init_from_warmup  # a short re-warmup of a trained model: no cap, no lower peak
     if args.steps:
-        steps, source = args.steps, "--steps"
+        hp["max_steps"] = max(1, args.steps)
+        if not continued:
+            # A shorter warmup to the same peak is a steeper slope, and the slope sets the learning rate at
+            # which the generator reaches the unigram stage: the majority-class stall (RUNBOOK). Keep the slope.
+            warmup, scale = fit_warmup(hp.get("warmup_steps", 0), hp["max_steps"])
+            if scale != 1.0:
+                hp["warmup_steps"], hp["learning_rate"] = warmup, hp["learning_rate"] * scale
+                log(f"warmup fitted to a quarter of the run: {warmup} steps to a peak of {hp['learning_rate']:.3g}, the recipe's slope")
+        plan = f"max_steps {hp['max_steps']} (--steps)"
     else:
-        report = "bench-compiled.json" if compiled else "bench.json"
-        case = recipe_case(read_json(args.work / report, {}), args.hparams)
-        if case is None:
-            raise SystemExit(f"error: no measured speed of {args.hparams.name} in {args.work / report}: run bench{' --compile' if compiled else ''}, or give --steps")
-        rate = case["optimized"]["steps_per_second"]
-        seconds = args.minutes * 60 - (case["optimized"].get("warmup_seconds", 0.0) if compiled else 0.0)
-        steps, source = int(rate * args.speed_margin * max(seconds, 0.0)), f"{report} {rate} steps/s x {args.speed_margin}"
-    hp["max_steps"] = max(1, steps)
+        hp["max_steps"] = FITTED_MAX_STEPS
+        hp["fit_schedule_to_time"] = True
+        plan = f"the schedule fitted to {args.minutes} min at the run's measured speed (max_steps {FITTED_MAX_STEPS:,} a bound)"
     if compiled:
         hp["torch_compile"] = True
         length = hp.get("max_seq_length") or read_json(args.work / "data" / "build_info.json", {}).get("max_seq_length")
         if length:
             hp["pad_to_multiple_of"] = int(length)
-    warmup = hp.get("warmup_steps", 0)
-    if args.init_from_warmup is not None and (args.work / "init-from").is_dir():
-        hp["warmup_steps"] = args.init_from_warmup  # a short re-warmup of a trained model: no cap, no lower peak
-    elif warmup > max(1, steps // WARMUP_MAX_FRACTION):
-        # A shorter warmup to the same peak is a steeper slope, and the slope sets the learning rate at which
-        # the generator reaches the unigram stage: the majority-class stall (RUNBOOK). Keep the slope.
-        hp["warmup_steps"] = max(1, steps // WARMUP_MAX_FRACTION)
-        hp["learning_rate"] = hp["learning_rate"] * hp["warmup_steps"] / warmup
-        log(f"warmup capped at 1/{WARMUP_MAX_FRACTION} of the run: {hp['warmup_steps']} steps to a peak of "
-            f"{hp['learning_rate']:.3g}, the recipe's slope")  # fmt: skip
     hp["max_train_seconds"] = round(args.minutes * 60, 1)
     for key, value in (args.set or []):
         hp[key] = json.loads(value)
-    log(f"max_steps {hp['max_steps']} ({source}, {args.minutes} min), warmup {hp['warmup_steps']}")
+    log(f"{plan}, warmup {hp['warmup_steps']}")
     return hp
+
+
+#: A compiled run that fails is run again eager (:func:`supervise`) only when at least this many seconds of
+#: its minutes are left.
+FALLBACK_MIN_SECONDS = 60.0
+
+
+def supervise(cmd: list[str], work: Path, *, call=subprocess.call, clock=time.monotonic) -> dict:
+    """Run the ``pretrain train`` command ``cmd`` (whose ``--hparams`` is ``<work>/train-hparams.json``) and
+    return ``train-done.json``'s record.
+
+    When a run under ``torch.compile`` fails, and at least :data:`FALLBACK_MIN_SECONDS` of its
+    ``max_train_seconds`` are left, it is run once more eager: ``torch_compile`` off, the recipe's padding,
+    ``max_train_seconds`` the time left. The same command resumes from the newest complete checkpoint when
+    the compiled run saved one, else starts afresh. The compilation has never run on the lent GPU before
+    (RUNBOOK), and a lease has no minutes for a person to notice and relaunch."""
+    hp_file = work / "train-hparams.json"
+    started = clock()
+    code = call(cmd)
+    record: dict = {"returncode": code}
+    hp = read_json(hp_file, {})
+    left = float(hp.get("max_train_seconds", 0.0)) - (clock() - started)
+    if code != 0 and hp.get("torch_compile") and left >= FALLBACK_MIN_SECONDS:
+        recipe = json.loads(HPARAMS.read_text())
+        eager = {**hp, "torch_compile": False, "max_train_seconds": round(left, 1)}
+        if "pad_to_multiple_of" in recipe:
+            eager["pad_to_multiple_of"] = recipe["pad_to_multiple_of"]
+        write_json(hp_file, eager)
+        log(f"the compiled run failed (exit {code}): running again eager for the {left:.0f} s left")
+        record = {"returncode": call(cmd), "compiled_returncode": code, "fallback": "eager"}
+    return {**record, "finished": time.time()}
+
+
+def cmd_supervise(args) -> None:
+    """The background process of ``train``: :func:`supervise`, then ``train-done.json``."""
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        raise SystemExit("error: supervise: no command after --")
+    record = supervise(cmd, args.work)
+    write_json(args.work / "train-done.json", record)
 
 
 def cmd_train(args) -> None:
@@ -366,18 +410,15 @@ def cmd_train(args) -> None:
            "--hparams", work / "train-hparams.json"]  # fmt: skip
     if (work / "init-from").is_dir():
         cmd += ["--init-from", work / "init-from"]
+    cmd = [str(c) for c in cmd]
+    (work / "train-done.json").unlink(missing_ok=True)
     if args.foreground:
-        run(cmd)
-        write_json(work / "train-done.json", {"returncode": 0, "finished": time.time()})
+        write_json(work / "train-done.json", supervise(cmd, work))
         return
     log_file = open(work / "train.log", "ab")
-    wrapper = [sys.executable, "-c", (
-        "import json, subprocess, sys, time; r = subprocess.call(sys.argv[2:]); "
-        "open(sys.argv[1], 'w').write(json.dumps({'returncode': r, 'finished': time.time()}))"
-    ), str(work / "train-done.json"), *map(str, cmd)]  # fmt: skip
-    (work / "train-done.json").unlink(missing_ok=True)
-    proc = subprocess.Popen(wrapper, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, env=os.environ.copy())
-    write_json(work / "train-pid.json", {"pid": proc.pid, "started": time.time(), "command": [str(c) for c in cmd]})
+    supervisor = [sys.executable, str(Path(__file__).resolve()), "supervise", "--work", str(work), "--", *cmd]
+    proc = subprocess.Popen(supervisor, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, env=os.environ.copy())
+    write_json(work / "train-pid.json", {"pid": proc.pid, "started": time.time(), "command": cmd})
     log(f"pre-training started in the background (pid {proc.pid}); log: {work / 'train.log'}")
     time.sleep(args.check_seconds)
     cmd_poll(argparse.Namespace(work=work, out=args.out, wait=0, lines=5))
@@ -403,8 +444,13 @@ def cmd_poll(args) -> None:
         progress = _progress(args.work, args.lines)
         if progress["done"] or time.monotonic() >= deadline:
             break
-        time.sleep(min(15, max(1, deadline - time.monotonic())))
-    warning = majority_class_warning(progress["evals"], hp.get("learning_rate"), hp.get("warmup_steps"))
+        time.sleep(min(5, max(1, deadline - time.monotonic())))
+    fitted = read_json(args.work / "run" / "fitted_schedule.json", {}) or {}  # the schedule fitted to the minutes
+    warning = majority_class_warning(
+        progress["evals"], fitted.get("peak_learning_rate", hp.get("learning_rate")), fitted.get("warmup_steps", hp.get("warmup_steps"))
+    )
+    if fitted:
+        print("schedule", json.dumps(fitted))
     for record in progress["last_logs"]:
         print(json.dumps(record))
     for record in progress["evals"]:
@@ -464,6 +510,8 @@ def cmd_collect(args) -> None:
         (work / "train-hparams.json", "train-hparams.json"),
         (run_dir / "hparams.json", "run-hparams.json"),
         (run_dir / "eval_results.json", "eval_results.json"),
+        (run_dir / "fitted_schedule.json", "fitted_schedule.json"),
+        (work / "train-done.json", "train-done.json"),
         (work / "train.log", "train.log"),
         (run_dir / "log_history.jsonl", "log_history.jsonl"),
         (work / "bench.json", "bench.json"),
@@ -531,6 +579,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--layers", type=int, default=None)
     p.add_argument("--compile", action="store_true", help="torch.compile: bench-compiled.json beside bench.json")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds: stop the bench then, keeping (and bringing back) the cases it finished")  # fmt: skip
     p.add_argument("--quiet", action="store_true")
 
     p = stage("data", cmd_data, "build-data on the unpacked corpus (device)")
@@ -539,8 +589,7 @@ def main(argv: list[str] | None = None) -> None:
 
     p = stage("train", cmd_train, "launch pre-training in the background (device)")
     p.add_argument("--minutes", type=float, required=True, help="wall-clock training budget")
-    p.add_argument("--steps", type=int, default=None, help="max_steps (default: from the bench's measured speed)")
-    p.add_argument("--speed-margin", type=float, default=0.85)
+    p.add_argument("--steps", type=int, default=None, help="max_steps (default: the schedule fitted to --minutes as the run goes)")
     p.add_argument("--compile", choices=("auto", "on", "off"), default="off",
                    help="torch.compile the run; auto: when bench-compiled.json shows the gain below")  # fmt: skip
     p.add_argument("--compile-min-speedup", type=float, default=1.2)
@@ -548,6 +597,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--set", nargs=2, action="append", metavar=("KEY", "JSON"), help="override one hparam")
     p.add_argument("--foreground", action="store_true")
     p.add_argument("--check-seconds", type=float, default=60.0, help="wait this long, then show the first logs")
+
+    p = stage("supervise", cmd_supervise, "run a pretrain train command, eager again if compiled fails (train's background process)")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- then the pretrain train command")
 
     p = stage("poll", cmd_poll, "wait for the run and print its progress (device)")
     p.add_argument("--wait", type=float, default=540.0)

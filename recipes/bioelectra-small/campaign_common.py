@@ -51,11 +51,15 @@ def log(msg: str) -> None:
     print(f"[campaign {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def run(cmd: list[str], *, env: dict | None = None, stdout=None) -> None:
+def run(cmd: list[str], *, env: dict | None = None, stdout=None, timeout: float | None = None) -> None:
     """Run a command (printed first), with ``PYTHONPATH`` carrying the wheels' site folder; raise on
-    failure with the command named."""
+    failure with the command named. With ``timeout`` (seconds), a command still running then is killed and
+    reported as a failure."""
     log("$ " + " ".join(str(c) for c in cmd))
-    result = subprocess.run([str(c) for c in cmd], env=env or os.environ.copy(), stdout=stdout, check=False)
+    try:
+        result = subprocess.run([str(c) for c in cmd], env=env or os.environ.copy(), stdout=stdout, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"error: {' '.join(str(c) for c in cmd[:4])} ... still running after {timeout:g} s: stopped") from None
     if result.returncode != 0:
         raise SystemExit(f"error: {' '.join(str(c) for c in cmd[:4])} ... exited with {result.returncode}")
 

@@ -88,6 +88,14 @@ def finetune_queue(args) -> list[dict]:
     return queue
 
 
+def has_gpu() -> bool:
+    """Whether a CUDA device is there: the fine-tuning time (``"speed"`` runs) is a GPU figure, and an
+    ELECTRA-Base-sized model would take hours on the 2-core CPU."""
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def cmd_finetune_eval(args) -> None:
     """The comparisons of :func:`finetune_queue`, in its order, while ``--budget-seconds`` last (a run starts
     only if the previous run's time still fits). The results add up across calls in ``<work>/finetune.json``,
@@ -119,6 +127,10 @@ def cmd_finetune_eval(args) -> None:
             continue
         if name in results and "error" not in results[name]:
             log(f"{name}: measured in an earlier call ({results[name]['wall_seconds']} s), kept")
+            continue
+        if item.get("speed") and not has_gpu():
+            results["skipped"].append(name)
+            log(f"skipped {name}: a GPU figure, and no GPU here")
             continue
         if not model.is_dir() and any(a in (model, work / "twin") for a in item["args"]):
             results["skipped"].append(name)

@@ -290,6 +290,8 @@ def results_report(results: Path, finetune: dict) -> str:
     build = read_json(results / "build_info.json", {}) or {}
     manifest = read_json(results / "manifest.json", {}) or {}
     bench = read_json(results / "bench.json", {}) or {}
+    fitted = read_json(results / "fitted_schedule.json", {}) or {}  # a schedule fitted to the minutes
+    done = read_json(results / "train-done.json", {}) or {}
     history = read_log_history(results / LOG_HISTORY_FILE)
     config = read_json(results / "export" / "discriminator" / "config.json", {}) or {}
     final = next((h for h in reversed(history) if "train_runtime" in h), {})
@@ -317,15 +319,19 @@ def results_report(results: Path, finetune: dict) -> str:
                  f"{num(sum(v for k, v in manifest.get('corpus', {}).get('documents', {}).items() if not k.endswith('_dropped')) or None)} documents; "
                  f"{num(counts.get('tokens'))} tokens in {num(train_examples)} training and "
                  f"{num(examples.get('validation'))} validation examples of up to {build.get('max_seq_length', '-')} tokens"),
-        ("steps", f"{num(steps)} of {num(hp.get('max_steps'))} planned, batch {num(batch)}"),
+        ("steps", f"{num(steps)} of {num(fitted.get('max_steps', hp.get('max_steps')))} planned, batch {num(batch)}"),
         ("examples seen", f"{num(seen)} ({seen / train_examples:.2f} passes over the training examples)" if seen and train_examples else "-"),
         ("tokens seen (about)", num(_round_large(seen * tokens_per_example)) if seen and tokens_per_example else "-"),
         ("wall time of training", f"{runtime:,.0f} s ({runtime / 60:.1f} min)" if runtime else "-"),
         ("training FLOPs (the Trainer's estimate)", num(final.get("total_flos"), ".3g")),
         ("speed (median of the training logs)", f"{num(median([h['steps_per_second'] for h in training]))} steps/s, "
                                                 f"data_wait_fraction {num(median([h.get('data_wait_fraction', 0.0) for h in training]))}"),
-        ("optimisation", f"peak learning rate {hp.get('learning_rate', '-')}, warmup {num(hp.get('warmup_steps'))} steps, "
-                         f"torch.compile {bool(hp.get('torch_compile'))}, untied generator {hp.get('untied_generator', '-')}"),
+        ("optimisation", (f"schedule fitted to {num(fitted.get('max_train_seconds'), ',.0f')} s of training: " if fitted else "")
+                         + f"peak learning rate {num(fitted.get('peak_learning_rate', hp.get('learning_rate')), '.3g')}, "
+                         f"warmup {num(fitted.get('warmup_steps', hp.get('warmup_steps')))} steps, "
+                         f"torch.compile {bool(hp.get('torch_compile'))}"
+                         + (f" (the compiled run failed with exit {done['compiled_returncode']}; it went on eager)" if done.get("fallback") else "")
+                         + f", untied generator {hp.get('untied_generator', '-')}"),
     ]  # fmt: skip
     lines += [f"| {k} | {v} |" for k, v in rows]
 
