@@ -207,15 +207,10 @@ def _process_zero_value(value: int, device: torch.device) -> int:
 
 
 def _process_zero_decides(flag: bool, device: torch.device) -> bool:
-    """``flag`` as process 0 has it, on every process (one broadcast). A decision to stop must be the same
-    on all ranks: a rank that stops alone leaves the others waiting in the next gradient all-reduce."""
-    import torch.distributed as dist
-
-    if not (dist.is_available() and dist.is_initialized()):
-        return flag
-    decided = torch.tensor([int(flag)], device=device)
-    dist.broadcast(decided, src=0)
-    return bool(decided.item())
+    """``flag`` as process 0 has it, on every process (:func:`_process_zero_value`). A decision to stop must
+    be the same on all ranks: a rank that stops alone leaves the others waiting in the next gradient
+    all-reduce."""
+    return bool(_process_zero_value(int(flag), device))
 
 
 def close_process_group() -> None:
