@@ -320,7 +320,7 @@ def test_poll_warns_when_the_discriminator_is_stuck_on_the_majority_class(tmp_pa
         sleeps.append(seconds)
         clock["now"] += seconds
 
-    monkeypatch.setattr(c, "time", SimpleNamespace(monotonic=lambda: clock["now"], sleep=sleep, time=lambda: clock["now"]))
+    monkeypatch.setattr(sys.modules["campaign_train"], "time", SimpleNamespace(monotonic=lambda: clock["now"], sleep=sleep, time=lambda: clock["now"]))
     c.cmd_poll(argparse.Namespace(work=work, out=tmp_path / "out", wait=60, lines=3))
     printed = capsys.readouterr().out
     assert "stuck on the majority class" in printed and "peak learning rate 0.001" in printed and "running" in printed

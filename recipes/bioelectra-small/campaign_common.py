@@ -1,6 +1,7 @@
 """What the campaign's stages share: locations, the constants of the packs, and small helpers. The stages
-themselves are in ``campaign.py`` (the device side, and the command line), ``campaign_finetune.py`` (the
-device's fine-tuning comparisons) and ``campaign_here.py`` (the CPU side: pack, ship, report)."""
+themselves are in ``campaign.py`` (the device side, and the command line), ``campaign_train.py`` (the
+device's pre-training run: train, supervise, poll), ``campaign_finetune.py`` (the device's fine-tuning
+comparisons) and ``campaign_here.py`` (the CPU side: pack, ship, report)."""
 
 from __future__ import annotations
 
@@ -112,3 +113,22 @@ def majority_class_warning(evals: list[dict], learning_rate: float | None = None
             "the discriminator is stuck on the majority class. Every schedule tried on the CPU dipped here after the "
             "generator's unigram stage, and none avoided it, so a restart would land in the same dip: let the run "
             "go on and watch eval_disc_auc (RUNBOOK, 'What to watch')")  # fmt: skip
+
+
+def _case_size(size: str) -> str:
+    """A case's size as one spelling: an hparams file by its resolved path (from the repository root, where
+    the stages run), a preset name as it is."""
+    return str((REPO / size).resolve()) if str(size).endswith(".json") else str(size)
+
+
+def recipe_case(report: dict, hparams: Path) -> dict | None:
+    """The recipe model's case in a bench report when its optimized loop ran, else None."""
+    return next(
+        (c for c in report.get("cases", [])
+         if _case_size(c["size"]) == _case_size(str(hparams)) and "error" not in c.get("optimized", {"error": "absent"})),
+        None,
+    )  # fmt: skip
+
+
+def _same_case(a: dict, b: dict) -> bool:
+    return (_case_size(a["size"]), a["seq_len"], a["batch_size"]) == (_case_size(b["size"]), b["seq_len"], b["batch_size"])
