@@ -631,6 +631,29 @@ def test_train_shows_a_step_progress_bar_and_prints_logs_once(data_dir, tmp_path
     assert "'mlm_loss'" not in err
 
 
+def test_progress_bar_follows_a_fitted_length_without_drawing_more_often():
+    """The step bar's total follows ``state.max_steps`` (a schedule fitted to the time moves it at every step),
+    and is drawn at tqdm's own pace: on a GPU at tens of steps a second, drawing every step twice fills the
+    log and costs the host."""
+    import io
+
+    from tqdm.auto import tqdm
+
+    from bioelectra.pretraining.trainer import StepProgressCallback
+
+    callback, out = StepProgressCallback(), io.StringIO()
+    callback.training_bar = tqdm(total=100, file=out, mininterval=3600.0)
+    callback.current_step = 0
+    written = len(out.getvalue())
+    state = SimpleNamespace(is_world_process_zero=True, global_step=0, max_steps=100)
+    for step, fitted in ((1, 120), (2, 118), (3, 119)):
+        state.global_step, state.max_steps = step, fitted
+        callback.on_step_end(None, state, None)
+        assert (callback.training_bar.total, callback.training_bar.n) == (fitted, step)
+    assert len(out.getvalue()) == written  # within tqdm's mininterval: no draw at all
+    callback.training_bar.close()
+
+
 @pytest.fixture
 def trainer_warnings():
     """The messages the Trainer logs at WARNING and above (transformers' loggers do not propagate)."""

@@ -318,9 +318,8 @@ class StepProgressCallback(ProgressCallback):
 
     def on_step_end(self, args, state, control, **kwargs):
         bar = getattr(self, "training_bar", None)
-        if bar is not None and bar.total != state.max_steps:  # a schedule fitted to the time (TimeFittedScheduleCallback)
-            bar.total = state.max_steps
-            bar.refresh()
+        if bar is not None:  # a schedule fitted to the time moves max_steps (TimeFittedScheduleCallback)
+            bar.total = state.max_steps  # drawn by the update below, at tqdm's own pace (a refresh here drew every step twice)
         return super().on_step_end(args, state, control, **kwargs)
 
 
