@@ -43,11 +43,10 @@ def test_scheduler_follows_the_lambda():
     )
 
 
-def test_fit_warmup_keeps_the_slope():
-    assert fit_warmup(1000, 10_000) == (1000, 1.0)  # a tenth of the run: as asked
-    warmup, scale = fit_warmup(5000, 8000)  # more than a quarter: 2,000 steps to 0.4 x the peak
-    assert (warmup, scale) == (2000, 0.4) and scale / warmup == pytest.approx(1 / 5000)
-    assert fit_warmup(0, 10) == (0, 1.0) and fit_warmup(10, 2) == (1, 0.1)
+def test_fit_warmup_shortens_a_long_warmup_to_a_quarter_of_the_run():
+    assert fit_warmup(1000, 10_000) == 1000  # a tenth of the run: as asked
+    assert fit_warmup(5000, 8000) == 2000  # more than a quarter: a quarter
+    assert fit_warmup(0, 10) == 0 and fit_warmup(10, 2) == 1 and fit_warmup(10, 100, max_fraction=0.05) == 5
     with pytest.raises(ValueError, match="num_train_steps"):
         fit_warmup(10, 0)
 
@@ -59,13 +58,14 @@ def test_refitted_schedule_keeps_the_rates_already_used_and_is_saved_with_the_sc
     schedule = sched.lr_lambdas[0]
     assert isinstance(schedule, ElectraSchedule)
     before = [schedule(s) for s in range(0, 200, 20)]
-    schedule.refit(200, 8000)  # during the warmup: 2,000 steps at the recipe's slope, decay to step 8,000
-    assert (schedule.warmup_steps, schedule.num_train_steps, schedule.peak_scale) == (2000, 8000, 0.4)
+    schedule.refit(200, 8000)  # during the warmup: 2,000 steps to the same peak, decay to step 8,000
+    assert (schedule.warmup_steps, schedule.num_train_steps) == (2000, 8000)
     after = [schedule(s) for s in range(0, 200, 20)]
-    assert after == pytest.approx([b * (1 - s / 8000) / (1 - s / 1_000_000) for b, s in zip(before, range(0, 200, 20), strict=True)])
-    assert schedule(2000) == pytest.approx(0.4 * (1 - 2000 / 8000)) and schedule(8000) == 0.0
+    expected = [b * 2.5 * (1 - s / 8000) / (1 - s / 1_000_000) for b, s in zip(before, range(0, 200, 20), strict=True)]
+    assert after == pytest.approx(expected)  # 5,000 / 2,000 times steeper
+    assert schedule(2000) == pytest.approx(1 - 2000 / 8000) and schedule(8000) == 0.0  # the whole peak, decayed
     schedule.refit(3000, 9000)  # after the warmup: only the end moves
-    assert (schedule.warmup_steps, schedule.peak_scale, schedule.num_train_steps) == (2000, 0.4, 9000)
+    assert (schedule.warmup_steps, schedule.num_train_steps) == (2000, 9000)
     # a resumed run gets the refitted schedule back from the scheduler's state, not the one it was built with
     fresh = electra_lr_scheduler(ElectraAdamW([nn.Parameter(torch.zeros(1))], lr=1.0), warmup_steps=5000, num_train_steps=1_000_000)
     fresh.load_state_dict(sched.state_dict())

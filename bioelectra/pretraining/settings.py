@@ -101,7 +101,7 @@ class PretrainingHparams:
             instead of ``max_steps``: the speed is measured during the run and the schedule's length (where
             the learning rate reaches 0 and training ends, saved) is set to the steps that the rest of the
             budget holds, refitted as the run goes; ``max_steps`` becomes an upper bound, and a warmup
-            longer than a quarter of the fitted run is shortened at its slope (the peak lowered with it).
+            longer than a quarter of the fitted run is shortened to that quarter (the peak kept).
             Needs ``max_train_seconds``. Not in the original
             (:class:`bioelectra.pretraining.trainer.TimeFittedScheduleCallback`).
     """

@@ -72,7 +72,7 @@ class TimeFittedScheduleCallback(TrainerCallback):
     ``step + speed * remaining seconds * margin``, where the speed is the steps over the wall-clock seconds
     since the measurement began (evaluations and checkpoint saves counted, as they recur), capped at the
     Trainer's ``max_steps``, which becomes an upper bound. While the warmup is under way it is refitted at
-    the recipe's slope (:meth:`bioelectra.optimization.ElectraSchedule.refit`: at most a quarter of the
+    the recipe's peak (:meth:`bioelectra.optimization.ElectraSchedule.refit`: at most a quarter of the
     run). When the step reaches the fitted length, training stops with a checkpoint and an evaluation, as
     at ``max_steps``; ``TrainerState.max_steps`` follows the fitted length, so the checkpoint records it.
     The schedule is logged, and written to :data:`FITTED_SCHEDULE_FILE`, when it moves by more than 2% and
@@ -147,7 +147,7 @@ class TimeFittedScheduleCallback(TrainerCallback):
             logger.info(
                 "schedule fitted to max_train_seconds=%g: %d steps at %.3g steps/s (%.0f s left)%s",
                 self.seconds, fitted, speed, remaining,
-                "" if schedule is None else f", warmup {schedule.warmup_steps} to {schedule.peak_scale:.3g} x the peak",
+                "" if schedule is None else f", warmup {schedule.warmup_steps}",
             )  # fmt: skip
         self.fitted = fitted
         state.max_steps = fitted
@@ -173,7 +173,7 @@ class TimeFittedScheduleCallback(TrainerCallback):
             "steps_per_second": round(speed, 3),
         }
         if schedule is not None:
-            record.update(warmup_steps=schedule.warmup_steps, peak_learning_rate=args.learning_rate * schedule.peak_scale)
+            record.update(warmup_steps=schedule.warmup_steps, peak_learning_rate=args.learning_rate)
         atomic_write_text(Path(args.output_dir) / FITTED_SCHEDULE_FILE, json.dumps(record, indent=2) + "\n")
 
 

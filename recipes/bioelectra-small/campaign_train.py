@@ -51,7 +51,7 @@ def train_hparams(args) -> dict:
     Without ``--steps`` the schedule is fitted to the minutes (``fit_schedule_to_time``): the run measures
     its own speed, the compilation, data path, evaluations and saves included, and ends where the minutes
     end with its learning rate decayed; the library shortens a warmup longer than a quarter of the run at
-    the recipe's slope (:func:`bioelectra.optimization.fit_warmup`). With ``--steps N`` the schedule is N
+    the recipe's peak (:func:`bioelectra.optimization.fit_warmup`). With ``--steps N`` the schedule is N
     steps, its warmup fitted by the same rule here. A continued run (``init-from/``) gets its own short
     re-warmup (``--init-from-warmup``) to the recipe's peak instead. Compiled (:func:`compile_decision`):
     every batch padded to ``max_seq_length``, so that its shape never changes (a new shape means a new
@@ -68,12 +68,10 @@ def train_hparams(args) -> dict:
     if args.steps:
         hp["max_steps"] = max(1, args.steps)
         if not continued:
-            # A shorter warmup to the same peak is a steeper slope, and the slope sets the learning rate at
-            # which the generator reaches the unigram stage: the majority-class stall (RUNBOOK). Keep the slope.
-            warmup, scale = fit_warmup(hp.get("warmup_steps", 0), hp["max_steps"])
-            if scale != 1.0:
-                hp["warmup_steps"], hp["learning_rate"] = warmup, hp["learning_rate"] * scale
-                log(f"warmup fitted to a quarter of the run: {warmup} steps to a peak of {hp['learning_rate']:.3g}, the recipe's slope")
+            warmup = fit_warmup(hp.get("warmup_steps", 0), hp["max_steps"])
+            if warmup != hp.get("warmup_steps", 0):
+                hp["warmup_steps"] = warmup
+                log(f"warmup fitted to a quarter of the run: {warmup} steps to the recipe's peak {hp['learning_rate']:.3g}")
         plan = f"max_steps {hp['max_steps']} (--steps)"
     else:
         hp["max_steps"] = FITTED_MAX_STEPS
