@@ -51,7 +51,7 @@ def test_fit_warmup_shortens_a_long_warmup_to_a_quarter_of_the_run():
         fit_warmup(10, 0)
 
 
-def test_refitted_schedule_keeps_the_rates_already_used_and_is_saved_with_the_scheduler():
+def test_refitted_schedule_steepens_the_warmup_to_the_same_peak_and_is_saved_with_the_scheduler():
     p = nn.Parameter(torch.zeros(1))
     opt = ElectraAdamW([p], lr=1.0)
     sched = electra_lr_scheduler(opt, warmup_steps=5000, num_train_steps=1_000_000)
