@@ -378,6 +378,42 @@ def test_a_time_fitted_run_stopped_near_its_fitted_end_is_recorded_finished(tmp_
     assert run_until(500).max_steps == 499 + int(501 * 0.97)  # stopped early: the fit of step 499 stands, a re-run goes on
 
 
+def test_one_slow_step_after_the_skipped_ones_does_not_end_the_warmup(tmp_path, monkeypatch):
+    """The first fit waits until the speed has been measured over ``min_window_steps`` steps. A run of 420 s at
+    30 steps/s whose 21st step stalls for 20 s (a data-loader stall, a recompilation): fitted from that one step
+    (``min_window_steps=1``, the rule until 2026-11-26) the run looks 49 steps long, a quarter of it lies behind
+    step 21, and the warmup ends there; fitted over 20 steps, the warmup stays a quarter of
+    the run as the speed recovers."""
+    from bioelectra.optimization import ElectraAdamW, electra_lr_scheduler, fit_warmup
+    from bioelectra.pretraining import trainer as trainer_module
+
+    clock = {"now": 0.0}
+    monkeypatch.setattr(trainer_module, "time", SimpleNamespace(monotonic=lambda: clock["now"], perf_counter=time.perf_counter))
+
+    def run(min_window_steps: int, steps: int = 2000):
+        callback = trainer_module.TimeFittedScheduleCallback(420.0, skip_steps=20, min_window_steps=min_window_steps)
+        scheduler = electra_lr_scheduler(ElectraAdamW([torch.nn.Parameter(torch.zeros(1))], lr=1.0), warmup_steps=5000, num_train_steps=25_000)
+        args = SimpleNamespace(max_steps=25_000, world_size=1, output_dir=str(tmp_path), learning_rate=5e-4, eval_strategy="no")
+        state = SimpleNamespace(global_step=0, max_steps=25_000, is_world_process_zero=True, eval_steps=0)
+        control = SimpleNamespace(should_training_stop=False, should_save=False, should_evaluate=False)
+        clock["now"] = 0.0
+        callback.on_train_begin(args, state, control)
+        rates = []
+        for step in range(1, steps + 1):
+            clock["now"] += 20.0 if step == 21 else 1 / 30
+            state.global_step = step
+            callback.on_step_end(args, state, control, lr_scheduler=scheduler)
+            rates.append(scheduler.lr_lambdas[0](step))
+        return scheduler.lr_lambdas[0], state, rates
+
+    schedule, state, rates = run(min_window_steps=1)
+    assert schedule.warmup_steps <= 21 and rates[21] > 0.5  # the old rule: warmup over by step 22 (the recipe's: 0.0044)
+    schedule, state, rates = run(min_window_steps=20)
+    assert schedule.warmup_steps == fit_warmup(5000, state.max_steps) > 2000  # still warming up at step 2,000
+    assert rates[:39] == pytest.approx([s / 5000 * (1 - s / 25_000) for s in range(1, 40)])  # before the first fit (step 40): the recipe's
+    assert rates[1999] == pytest.approx(2000 / schedule.warmup_steps * (1 - 2000 / state.max_steps))
+
+
 @pytest.mark.parametrize(
     "damage",
     ["trainer_state.json", "optimizer.pt", "truncate-optimizer", "truncate-weights", "bad-state-json"],

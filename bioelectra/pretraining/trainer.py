@@ -66,7 +66,9 @@ class TimeFittedScheduleCallback(TrainerCallback):
 
     The run is to end, its learning rate decayed to 0, when ``seconds`` of training-loop time are spent.
     After the first ``skip_steps`` optimizer steps of this process (compilation, data-loader start), the
-    speed is measured; at every ``refit_steps``-th step after that (every step by default: it costs a few
+    speed is measured; once it has been measured over ``min_window_steps`` steps (so that one slow step, a
+    data-loader stall or a recompilation, cannot plan the run from a speed of one step), and at every
+    ``refit_steps``-th step after that (every step by default: it costs a few
     arithmetic operations, and an evaluation just before the end must not leave the schedule's end past the
     budget), the schedule's length is set to
     ``step + speed * remaining seconds * margin``, where the speed is the steps over the wall-clock seconds
@@ -86,21 +88,34 @@ class TimeFittedScheduleCallback(TrainerCallback):
     Args:
         seconds: the training loop's budget (``hparams.max_train_seconds``), > 0.
         skip_steps: steps before the speed is measured.
+        min_window_steps: steps the speed is measured over before the first fit. Before it the schedule is
+            the Trainer's own (``max_steps`` long, the recipe's warmup: the gentlest start a fit can give).
+            With one step (the rule until 2026-11-26), a step of about 6 s
+            right after ``skip_steps`` (on a 7-minute budget) planned a run so short that a quarter of it lay
+            behind the current step, and the warmup ended at once, at the whole peak.
         refit_steps: steps between refits.
         record_steps: steps between writes of :data:`FITTED_SCHEDULE_FILE` (and whenever the fit moves by 2%).
         margin: fraction of the remaining time planned for, < 1 so that the final evaluation and save fit.
     """
 
     def __init__(
-        self, seconds: float, *, skip_steps: int = 20, refit_steps: int = 1, record_steps: int = 50, margin: float = 0.97
+        self,
+        seconds: float,
+        *,
+        skip_steps: int = 20,
+        min_window_steps: int = 20,
+        refit_steps: int = 1,
+        record_steps: int = 50,
+        margin: float = 0.97,
     ) -> None:
-        if not seconds > 0 or skip_steps < 1 or refit_steps < 1 or not 0 < margin <= 1:
+        if not seconds > 0 or skip_steps < 1 or min_window_steps < 1 or refit_steps < 1 or not 0 < margin <= 1:
             raise ValueError(
-                f"seconds={seconds}, skip_steps={skip_steps}, refit_steps={refit_steps}, margin={margin}: "
-                "expected > 0, >= 1, >= 1 and a fraction in (0, 1]"
+                f"seconds={seconds}, skip_steps={skip_steps}, min_window_steps={min_window_steps}, "
+                f"refit_steps={refit_steps}, margin={margin}: expected > 0, >= 1, >= 1, >= 1 and a fraction in (0, 1]"
             )
         self.seconds = float(seconds)
         self.skip_steps, self.refit_steps, self.margin = int(skip_steps), int(refit_steps), float(margin)
+        self.min_window_steps = int(min_window_steps)
         self.record_steps = max(1, int(record_steps))
         self.start: float | None = None
         self.first_step = 0
@@ -122,7 +137,7 @@ class TimeFittedScheduleCallback(TrainerCallback):
                 self.measured_from = (step, now)
             return control
         measured_steps = step - self.measured_from[0]
-        if measured_steps < 1:
+        if measured_steps < 1 or (self.fitted is None and measured_steps < self.min_window_steps):
             return control
         speed = measured_steps / max(now - self.measured_from[1], 1e-9)  # steps / s
         remaining = max(self.start + self.seconds - now, 0.0)

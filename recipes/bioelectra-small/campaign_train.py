@@ -49,7 +49,8 @@ def train_hparams(args) -> dict:
     stops saved when they are spent).
 
     Without ``--steps`` the schedule is fitted to the minutes (``fit_schedule_to_time``): the run measures
-    its own speed, the compilation, data path, evaluations and saves included, and ends where the minutes
+    its own speed, the data path, evaluations and saves included (its first 20 steps, with the compilation,
+    left out; the first fit waits for 20 more), and ends where the minutes
     end with its learning rate decayed; the library shortens a warmup longer than a quarter of the run at
     the recipe's peak (:func:`bioelectra.optimization.fit_warmup`). With ``--steps N`` the schedule is N
     steps, its warmup fitted by the same rule here. A continued run (``init-from/``) gets its own short
