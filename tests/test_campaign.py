@@ -382,6 +382,10 @@ def test_report_tables_come_from_the_brought_back_files(tmp_path):
         "ncbi-twin": run(c.DEFAULTS_ROW.format("NCBI-disease"), "twin", 0.45),
         "ncbi-small-bio-electra-protocol": run(c.BIO_ELECTRA_ROW, "small", 0.72),
         "base-speed": {"row": c.SPEED_ROW, "model": "base", "command": "--ckpt electra-base", "wall_seconds": 95.4},
+        "probe-small": {"row": c.PROBE_ROW, "model": "small", "probe": True, "command": "--dataset ncbi-disease --ckpt small",
+                        "wall_seconds": 12.0, "f1": {"last_layer": 31.5, "all_layers": 40.25}},
+        "probe-twin": {"row": c.PROBE_ROW, "model": "twin", "probe": True, "command": "--dataset ncbi-disease --ckpt twin",
+                       "wall_seconds": 11.0, "f1": {"last_layer": 2.17, "all_layers": 4.72}},
         "skipped": ["bc5cdr-chem-small"],
     }
     (res / "finetune.json").write_text(json.dumps(finetune))
@@ -417,6 +421,12 @@ def test_report_tables_come_from_the_brought_back_files(tmp_path):
     assert "| NCBI-disease, the learning rate" not in report  # the candidates are not a comparison row
     assert "- `lr-3e-4`: `finetune --ckpt small`" in report  # but their commands are listed with the others
     assert "The rows below used" not in report
+    # the probe: its own table (not a fine-tuning row), its command with the probe's script
+    probe = report[report.index("## Linear probe"): report.index("## Fine-tuning")]
+    for line in ("| bioelectra-small | 31.50 | 40.25 |", "| its untrained twin | 2.17 | 4.72 |", "| gain | +29.33 | +35.53 |"):
+        assert line in probe, f"{line}\n---\n{probe}"
+    assert "frozen-encoder linear probe" not in report[report.index("## Fine-tuning"):].split("Commands")[0]
+    assert "- `probe-twin`: `python recipes/bioelectra-mini/linear_probe.py --dataset ncbi-disease --ckpt twin`" in report
     # the model card's draft, from the same files
     card = (res / "model-card.md").read_text()
     for line in (
@@ -428,6 +438,7 @@ def test_report_tables_come_from_the_brought_back_files(tmp_path):
         "| disc_auc (discriminator, replaced vs original) | 0.871 |",  # eval.json's, the final checkpoint's
         "| 2,000 | 0.310 | 0.861 | 0.700 | 0.200 | 0.750 |",
         "| NCBI-disease, finetune's defaults | 68.00 ± 1.00 | 70.00 ± 1.00 | 43.00 ± 1.00 | 45.00 ± 1.00 | +25.00 / +25.00 |",
+        "| gain | +29.33 | +35.53 |",  # the probe's table too
         "- Short pre-training: 1.23e+17 FLOPs (the Trainer's estimate), about 1/11 of the original ELECTRA-Small's",
         "- NCBI-disease test F1 70.00 with `finetune`'s defaults, against 78.33 for Bio-ELECTRA",
         "| CRAFT articles from the PubMed Central Open Access subset",
@@ -501,6 +512,15 @@ def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_result
     dev_f1 = {"3e-4": 0.40, "1e-3": 0.45}  # the higher rate wins on development F1 here
 
     def finetune(cmd, **kwargs):
+        if "--output" in cmd:  # the linear probe
+            output = Path(cmd[cmd.index("--output") + 1])
+            ran.append(output.parent.name)
+            assert Path(cmd[1]).name == "linear_probe.py" and "--max-steps" not in cmd  # --extra is finetune's
+            if output.parent.name in failing:
+                raise SystemExit("error: linear_probe.py ... exited with 1")
+            output.parent.mkdir(parents=True)
+            output.write_text(json.dumps({"f1": {"last_layer": 10.0, "all_layers": 12.0}}))
+            return
         run_dir = Path(cmd[cmd.index("--output-dir") + 1])
         ran.append(run_dir.name)
         rate = cmd[cmd.index("--learning-rate") + 1] if "--learning-rate" in cmd else None
@@ -513,7 +533,7 @@ def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_result
 
     monkeypatch.setattr(sys.modules["campaign_finetune"], "run", finetune)  # the stage's own module
     args = argparse.Namespace(work=work, out=out, hparams=c.HPARAMS, budget_seconds=600.0, trials=1, only=None,
-                              extra="", quiet=True, learning_rate=None, ner=tmp_path / "no-ner-sets")  # fmt: skip
+                              extra="--max-steps 2", quiet=True, learning_rate=None, ner=tmp_path / "no-ner-sets")  # fmt: skip
     monkeypatch.setattr(sys.modules["campaign_finetune"], "has_gpu", lambda: False)
     c.cmd_finetune_eval(args)  # without a GPU the fine-tuning time (an ELECTRA-Base-sized model) is not measured
     assert ran == [] and "base-speed" in json.loads((out / "finetune.json").read_text())["skipped"]
@@ -524,7 +544,8 @@ def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_result
     assert all(Path(i["args"][1]).parent == c.DEFAULT_NER for i in bc5)
     c.cmd_finetune_eval(args)  # no export yet: only base-speed can run
     assert ran == ["base-speed"]
-    comparisons = ["ncbi-small", "ncbi-twin", "ncbi-small-bio-electra-protocol", "ncbi-twin-bio-electra-protocol"]
+    comparisons = ["ncbi-small", "ncbi-twin", "probe-small", "probe-twin", "ncbi-small-bio-electra-protocol",
+                   "ncbi-twin-bio-electra-protocol"]  # fmt: skip
     assert json.loads((out / "finetune.json").read_text())["skipped"] == ["lr-3e-4", "lr-1e-3", *comparisons]
 
     shutil.rmtree(out)  # the device empties $OUT before every call
@@ -540,6 +561,8 @@ def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_result
     assert results["ncbi-small"]["learning_rate"] == 1e-3 and "--learning-rate 1e-3" in results["ncbi-small"]["command"]
     assert results["base-speed"]["summary"] and "exited with 1" in results["ncbi-twin"]["error"]
     assert "summary" not in results["ncbi-twin"] and results["ncbi-twin-bio-electra-protocol"]["summary"]
+    assert results["probe-twin"]["f1"] == {"last_layer": 10.0, "all_layers": 12.0} and results["probe-twin"]["probe"]
+    assert "learning_rate" not in results["probe-small"]  # the probe trains its own softmax layer
 
     ran.clear()
     failing.clear()
@@ -648,10 +671,12 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     assert json.loads((shipped / "tokenizer_config.json").read_text())["model_max_length"] == 512
     assert (shipped / "vocab.txt").read_text().splitlines()[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
-    campaign("finetune-eval", "--work", work, "--out", out, "--trials", "1", "--only", "ncbi-small",
+    campaign("finetune-eval", "--work", work, "--out", out, "--trials", "1", "--only", "ncbi-small", "probe-small",
              "bc5cdr-chem-twin", "--learning-rate", "1e-3", "--extra=--max-steps 2 --max-train-examples 8", "--quiet")  # fmt: skip
     results = json.loads((out / "finetune.json").read_text())
-    assert set(results) == {"ncbi-small", "bc5cdr-chem-twin", "skipped", "learning_rate"} and results["skipped"] == []
+    assert set(results) == {"ncbi-small", "probe-small", "bc5cdr-chem-twin", "skipped", "learning_rate"}
+    assert results["skipped"] == []
+    assert set(results["probe-small"]["f1"]) == {"last_layer", "all_layers"}  # the probe ran on NCBI-disease
     assert results["learning_rate"] == {"rate": 1e-3, "why": "--learning-rate"}
     assert results["ncbi-small"]["summary"] and results["ncbi-small"]["wall_seconds"] > 0
 
@@ -659,6 +684,8 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     report = campaign("report", "--results", here, "--finetune", out / "finetune.json").stdout
     assert "| steps | 4 of 4 planned, batch 4 |" in report and "| 4 | " in report, report  # the final evaluation
     assert "| NCBI-disease, finetune's defaults | " in report and "| BC5CDR-chem, finetune's defaults | - | - | " in report
+    assert f"| bioelectra-small | {results['probe-small']['f1']['last_layer']:.2f} | " in report
+    assert "| its untrained twin | - | - |" in report
 
     # a later session continues from the brought-back export: packed in bfloat16, with the export's own
     # vocabulary (a new build-vocab run need not give the same one), then trained with a fresh warmup

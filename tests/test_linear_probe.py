@@ -49,11 +49,14 @@ def test_probe_learns_a_linearly_separable_tagging():
     assert (layer((x - mean) / std).argmax(-1) == y).float().mean() > 0.97
 
 
-def test_script_prints_probe_f1_for_a_checkpoint(tiny_checkpoint, capsys):
+def test_script_prints_probe_f1_for_a_checkpoint(tiny_checkpoint, capsys, tmp_path):
     probe = load_script()
-    result = probe.main(["--ckpt", str(tiny_checkpoint), "--data-dir", str(FIXTURES / "ner-tiny"), "--epochs", "2"])
+    output = tmp_path / "probe" / "probe.json"
+    result = probe.main(["--ckpt", str(tiny_checkpoint), "--data-dir", str(FIXTURES / "ner-tiny"), "--epochs", "2",
+                         "--output", str(output)])  # fmt: skip
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert printed == result
+    assert printed == result == json.loads(output.read_text())
+    assert [p.name for p in output.parent.iterdir()] == ["probe.json"]  # no temporary file left
     assert result["train_words"] > 0 and result["dev_words"] > 0
     assert set(result["f1"]) == {"last_layer", "all_layers"}
     assert all(0.0 <= v <= 100.0 for v in result["f1"].values())

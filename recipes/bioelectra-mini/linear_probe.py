@@ -9,8 +9,9 @@ strict IOB2, as `finetune`).
 
 Full fine-tuning re-learns the encoder from the task's data, which can hide what pre-training put into it;
 the probe cannot. docs/bioelectra-mini.md uses it to compare pre-training checkpoints with their untrained
-twin. Prints one JSON object: ``{"checkpoint", "dataset", "train_words", "dev_words", "f1": {"last_layer",
-"all_layers"}}`` (F1 in percent).
+twin, and ``recipes/bioelectra-small/campaign.py finetune-eval`` runs it for bioelectra-small and its twin. Prints
+one JSON object: ``{"checkpoint", "dataset", "train_words", "dev_words", "f1": {"last_layer", "all_layers"}}``
+(F1 in percent), also written to ``--output`` when given (to a temporary name, then renamed).
 
     python recipes/bioelectra-mini/linear_probe.py --ckpt work/bioelectra-mini/export/discriminator
     python recipes/bioelectra-mini/linear_probe.py --ckpt DIR --data-dir tests/fixtures/ner-tiny
@@ -117,6 +118,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--output", type=Path, help="also write the JSON object to this file")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -124,6 +126,11 @@ def main(argv: list[str] | None = None) -> dict:
     result = {"checkpoint": args.ckpt, "dataset": str(args.data_dir or args.dataset)}
     result.update(linear_probe(args.ckpt, files, epochs=args.epochs, seed=args.seed))
     print(json.dumps(result))
+    if args.output:
+        from bioelectra.textio import atomic_write_text
+
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.output, json.dumps(result, indent=2) + "\n")
     return result
 
 

@@ -73,6 +73,7 @@ from campaign_finetune import (  # noqa: E402, F401
     DEFAULTS_ROW,
     LEARNING_RATE_CANDIDATES,
     LEARNING_RATE_ROW,
+    PROBE_ROW,
     SPEED_ROW,
     chosen_learning_rate,
     cmd_finetune_eval,

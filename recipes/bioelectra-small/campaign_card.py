@@ -148,7 +148,7 @@ def model_card(results: Path, finetune: dict, report: str, *, shipped: Path | No
     lines += [f"| normalised attention entropy (1.0 = uniform) | {num(entropy, '.3f')} |", "",
               "During the run:", "", sections.get("Evaluations during the run", "-"), "",
               "## Fine-tuning results", ""]  # fmt: skip
-    for title in ("The learning rate of finetune's defaults", "Fine-tuning"):
+    for title in ("The learning rate of finetune's defaults", "Linear probe", "Fine-tuning"):
         if title in sections:
             lines += [sections[title], ""]
     published = load_literature().lookup("ncbi-disease", "f1").get("bio-electra")

@@ -1,7 +1,7 @@
 """The campaign's fine-tuning comparisons on the device (``campaign.py finetune-eval``): the learning rate of
-``finetune``'s defaults for bioelectra-small, bioelectra-small against its untrained twin on the NER sets,
-Bio-ELECTRA's protocol, and the fine-tuning time of an ELECTRA-Base-sized model, in order of priority while
-a time budget lasts."""
+``finetune``'s defaults for bioelectra-small, bioelectra-small against its untrained twin on the NER sets and
+in a frozen-encoder linear probe, Bio-ELECTRA's protocol, and the fine-tuning time of an ELECTRA-Base-sized
+model, in order of priority while a time budget lasts."""
 
 from __future__ import annotations
 
@@ -20,6 +20,12 @@ SPEED_ROW = "NCBI-disease fine-tuning time, 3 trials x 3 epochs"
 #: Issue 14's target for SPEED_ROW on one GPU, end to end (start-up, 3 trials, evaluation): 2 minutes.
 SPEED_TARGET_SECONDS = 120
 LEARNING_RATE_ROW = "NCBI-disease, the learning rate of finetune's defaults (1 trial each, development F1)"
+PROBE_ROW = "NCBI-disease, frozen-encoder linear probe (development F1)"
+#: The probe: a softmax layer on the frozen encoder's word features. Three epochs of fine-tuning at 1e-3 can
+#: re-learn what a short pre-training put into a small encoder (on the CPU, a run whose probe F1 was 19.0
+#: against its twin's 2.2 fine-tuned no better than the twin: recipes/bioelectra-small/RUNBOOK.md, "What to
+#: watch"); the probe cannot, so it tells whether pre-training learned anything when fine-tuning shows no gain.
+PROBE_SCRIPT = REPO / "recipes" / "bioelectra-mini" / "linear_probe.py"
 DATASET_TITLES = {"ncbi-disease": "NCBI-disease", "bc5cdr-chem": "BC5CDR-chem", "bc5cdr-disease": "BC5CDR-disease"}
 
 
@@ -59,8 +65,9 @@ def chosen_learning_rate(results: dict, candidates: tuple[float, ...] = LEARNING
 
 def finetune_queue(args) -> list[dict]:
     """The comparisons in order of priority (the first ones matter most if the budget runs out). Each run:
-    ``name``, ``args`` (finetune's), ``row`` (what is compared) and ``model`` (``small``, ``twin`` or
-    ``base``: an ELECTRA-Base-sized model with random weights, timed only). A run with ``defaults_rate`` gets
+    ``name``, ``args`` (finetune's, or with ``probe`` the linear probe's: :data:`PROBE_SCRIPT`), ``row`` (what
+    is compared) and ``model`` (``small``, ``twin`` or ``base``: an ELECTRA-Base-sized model with random
+    weights, timed only). A run with ``defaults_rate`` gets
     ``--learning-rate`` at run time: ``args.learning_rate`` if given, else :func:`chosen_learning_rate` of
     the ``lr-*`` runs (which are then queued first)."""
     model, twin = args.work / "export" / "discriminator", args.work / "twin"
@@ -76,6 +83,8 @@ def finetune_queue(args) -> list[dict]:
     queue += [
         {"name": "ncbi-small", "row": ncbi, "model": "small", "defaults_rate": True, "args": ["--dataset", "ncbi-disease", "--ckpt", model, *common]},
         {"name": "ncbi-twin", "row": ncbi, "model": "twin", "defaults_rate": True, "args": ["--dataset", "ncbi-disease", "--ckpt", twin, *common]},
+        {"name": "probe-small", "row": PROBE_ROW, "model": "small", "probe": True, "args": ["--dataset", "ncbi-disease", "--ckpt", model]},
+        {"name": "probe-twin", "row": PROBE_ROW, "model": "twin", "probe": True, "args": ["--dataset", "ncbi-disease", "--ckpt", twin]},
         {"name": "ncbi-small-bio-electra-protocol", "row": BIO_ELECTRA_ROW, "model": "small", "args": ["--dataset", "ncbi-disease", "--ckpt", model, *common, *protocol]},
         {"name": "base-speed", "row": SPEED_ROW, "model": "base", "args": ["--dataset", "ncbi-disease", "--ckpt", "electra-base", *common], "speed": True},
     ]  # fmt: skip
@@ -151,7 +160,10 @@ def cmd_finetune_eval(args) -> None:
             results["learning_rate"] = {"rate": rate, "why": why}
             item = {**item, "args": [*item["args"], "--learning-rate", rate_name(rate)]}
         run_dir = work / "finetune" / name
-        cmd = [sys.executable, REPO / "finetune.py", "--loader", "ner", *item["args"], "--output-dir", run_dir, *shlex.split(args.extra)]
+        if item.get("probe"):  # args.extra is finetune's
+            cmd = [sys.executable, PROBE_SCRIPT, *item["args"], "--output", run_dir / "probe.json"]
+        else:
+            cmd = [sys.executable, REPO / "finetune.py", "--loader", "ner", *item["args"], "--output-dir", run_dir, *shlex.split(args.extra)]
         t0 = time.monotonic()
         try:
             run(cmd, stdout=subprocess.DEVNULL if args.quiet else None)
@@ -160,8 +172,12 @@ def cmd_finetune_eval(args) -> None:
             error = str(exc)
         last_seconds = time.monotonic() - t0
         results[name] = {"row": item["row"], "model": item["model"], "command": " ".join(str(c) for c in cmd[2:]),
-                         "wall_seconds": round(last_seconds, 1), **({"learning_rate": rate} if rate is not None else {})}  # fmt: skip
-        if error is None:
+                         "wall_seconds": round(last_seconds, 1), **({"learning_rate": rate} if rate is not None else {}),
+                         **({"probe": True} if item.get("probe") else {})}  # fmt: skip
+        if error is None and item.get("probe"):
+            results[name]["f1"] = (read_json(run_dir / "probe.json", {}) or {}).get("f1")
+            log(f"{name}: {last_seconds:.0f} s, probe F1 {json.dumps(results[name]['f1'])}")
+        elif error is None:
             results[name]["summary"] = read_json(run_dir / "results.json", {}).get("summary")
             log(f"{name}: {last_seconds:.0f} s, summary {json.dumps(results[name]['summary'])[:300]}")
         else:

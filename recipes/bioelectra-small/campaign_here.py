@@ -26,7 +26,13 @@ from campaign_common import (  # noqa: E402
     run,
     write_json,
 )  # fmt: skip
-from campaign_finetune import LEARNING_RATE_ROW, SPEED_TARGET_SECONDS, chosen_learning_rate, rate_name  # noqa: E402
+from campaign_finetune import (  # noqa: E402
+    LEARNING_RATE_ROW,
+    PROBE_ROW,
+    SPEED_TARGET_SECONDS,
+    chosen_learning_rate,
+    rate_name,
+)
 
 
 def _load(name: str, path: Path):
@@ -379,6 +385,22 @@ def results_report(results: Path, finetune: dict) -> str:
         if used is not None and used != rate:
             lines[-1] += f" The rows below used {rate_name(used)} ({finetune['learning_rate'].get('why')})."
         done = {name: r for name, r in done.items() if name not in tried}
+    probes = {r["model"]: r for r in done.values() if r["row"] == PROBE_ROW}
+    if probes:
+        lines += ["", "## Linear probe", "",
+                  "A softmax layer trained on the frozen encoder's word features (the first sub-token's state; "
+                  "`recipes/bioelectra-mini/linear_probe.py`): NCBI-disease development entity-level F1 (percent), one "
+                  "run each. Fine-tuning re-learns the encoder from the task and can hide what pre-training put into "
+                  "it; the probe cannot.", "", "| model | last layer | all layers |", "|---|---:|---:|"]  # fmt: skip
+        for model, label in (("small", "bioelectra-small"), ("twin", "its untrained twin")):
+            f1 = (probes.get(model) or {}).get("f1") or {}
+            failed = "failed" if "error" in probes.get(model, {}) else "-"
+            lines.append(f"| {label} | " + " | ".join(f"{f1[k]:.2f}" if k in f1 else failed
+                                                        for k in ("last_layer", "all_layers")) + " |")  # fmt: skip
+        small, twin = ((probes.get(m) or {}).get("f1") or {} for m in ("small", "twin"))
+        if small and twin:
+            lines.append("| gain | " + " | ".join(f"{small[k] - twin[k]:+.2f}" for k in ("last_layer", "all_layers")) + " |")
+        done = {name: r for name, r in done.items() if r["row"] != PROBE_ROW}
     lines += ["", "## Fine-tuning", "", "Entity-level F1 (percent), mean ± std over the trials; the same command for "
               "bioelectra-small and its untrained twin (only `--ckpt` differs).", "",
               "| comparison | small dev F1 | small test F1 | twin dev F1 | twin test F1 | gain dev / test |",
@@ -404,7 +426,8 @@ def results_report(results: Path, finetune: dict) -> str:
                       + (f"{r['wall_seconds']:.0f} s end to end (target: under {SPEED_TARGET_SECONDS} s, "
                          f"{'met' if r['wall_seconds'] < SPEED_TARGET_SECONDS else 'not met'})."
                          if "error" not in r else f"failed ({r['error']}).")]  # fmt: skip
-    commands = [f"- `{name}`: `finetune {r['command']}`" for name, r in every_run.items()]
+    commands = [f"- `{name}`: `{'python recipes/bioelectra-mini/linear_probe.py' if r.get('probe') else 'finetune'} {r['command']}`"
+                for name, r in every_run.items()]  # fmt: skip
     lines += ["", "Commands (on the device; paths as there):", "", *commands, ""]
     return "\n".join(lines)
 
