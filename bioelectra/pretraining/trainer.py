@@ -68,9 +68,9 @@ class TimeFittedScheduleCallback(TrainerCallback):
     After the first ``skip_steps`` optimizer steps of this process (compilation, data-loader start), the
     speed is measured; once it has been measured over ``min_window_steps`` steps (so that one slow step, a
     data-loader stall or a recompilation, cannot plan the run from a speed of one step), and at every
-    ``refit_steps``-th step after that (every step by default: it costs a few
-    arithmetic operations, and an evaluation just before the end must not leave the schedule's end past the
-    budget), the schedule's length is set to
+    ``refit_steps``-th step after that (every step by default: it costs a few arithmetic operations, and an
+    evaluation just before the end must not leave the schedule's end past the budget), the schedule's
+    length is set to
     ``step + speed * remaining seconds * margin``, where the speed is the steps over the wall-clock seconds
     since the measurement began (evaluations and checkpoint saves counted, as they recur), capped at the
     Trainer's ``max_steps``, which becomes an upper bound. While the warmup is under way it is refitted at
@@ -90,9 +90,9 @@ class TimeFittedScheduleCallback(TrainerCallback):
         skip_steps: steps before the speed is measured.
         min_window_steps: steps the speed is measured over before the first fit. Before it the schedule is
             the Trainer's own (``max_steps`` long, the recipe's warmup: the gentlest start a fit can give).
-            With one step (the rule until 2026-11-26), a step of about 6 s
-            right after ``skip_steps`` (on a 7-minute budget) planned a run so short that a quarter of it lay
-            behind the current step, and the warmup ended at once, at the whole peak.
+            With one step (the rule until 2026-11-26), a step of about 6 s right after ``skip_steps`` (on a
+            7-minute budget) planned a run so short that a quarter of it lay behind the current step, and the
+            warmup ended at once, at the whole peak.
         refit_steps: steps between refits.
         record_steps: steps between writes of :data:`FITTED_SCHEDULE_FILE` (and whenever the fit moves by 2%).
         margin: fraction of the remaining time planned for, < 1 so that the final evaluation and save fit.

@@ -67,9 +67,9 @@ def finetune_queue(args) -> list[dict]:
     """The comparisons in order of priority (the first ones matter most if the budget runs out). Each run:
     ``name``, ``args`` (finetune's, or with ``probe`` the linear probe's: :data:`PROBE_SCRIPT`), ``row`` (what
     is compared) and ``model`` (``small``, ``twin`` or ``base``: an ELECTRA-Base-sized model with random
-    weights, timed only). A run with ``defaults_rate`` gets
-    ``--learning-rate`` at run time: ``args.learning_rate`` if given, else :func:`chosen_learning_rate` of
-    the ``lr-*`` runs (which are then queued first)."""
+    weights, timed only). A run with ``defaults_rate`` gets ``--learning-rate`` at run time:
+    ``args.learning_rate`` if given, else :func:`chosen_learning_rate` of the ``lr-*`` runs (which are then
+    queued first)."""
     model, twin = args.work / "export" / "discriminator", args.work / "twin"
     ner = args.ner or (args.work / "ner" if (args.work / "ner").is_dir() else DEFAULT_NER)  # device: pack 1's; here: ../shared
     common = ["--trials", str(args.trials)]

@@ -29,6 +29,7 @@ from campaign_common import (  # noqa: E402
 from campaign_finetune import (  # noqa: E402
     LEARNING_RATE_ROW,
     PROBE_ROW,
+    PROBE_SCRIPT,
     SPEED_TARGET_SECONDS,
     chosen_learning_rate,
     rate_name,
@@ -385,11 +386,12 @@ def results_report(results: Path, finetune: dict) -> str:
         if used is not None and used != rate:
             lines[-1] += f" The rows below used {rate_name(used)} ({finetune['learning_rate'].get('why')})."
         done = {name: r for name, r in done.items() if name not in tried}
+    probe_script = PROBE_SCRIPT.relative_to(REPO).as_posix()
     probes = {r["model"]: r for r in done.values() if r["row"] == PROBE_ROW}
     if probes:
         lines += ["", "## Linear probe", "",
                   "A softmax layer trained on the frozen encoder's word features (the first sub-token's state; "
-                  "`recipes/bioelectra-mini/linear_probe.py`): NCBI-disease development entity-level F1 (percent), one "
+                  f"`{probe_script}`): NCBI-disease development entity-level F1 (percent), one "
                   "run each. Fine-tuning re-learns the encoder from the task and can hide what pre-training put into "
                   "it; the probe cannot.", "", "| model | last layer | all layers |", "|---|---:|---:|"]  # fmt: skip
         for model, label in (("small", "bioelectra-small"), ("twin", "its untrained twin")):
@@ -426,7 +428,7 @@ def results_report(results: Path, finetune: dict) -> str:
                       + (f"{r['wall_seconds']:.0f} s end to end (target: under {SPEED_TARGET_SECONDS} s, "
                          f"{'met' if r['wall_seconds'] < SPEED_TARGET_SECONDS else 'not met'})."
                          if "error" not in r else f"failed ({r['error']}).")]  # fmt: skip
-    commands = [f"- `{name}`: `{'python recipes/bioelectra-mini/linear_probe.py' if r.get('probe') else 'finetune'} {r['command']}`"
+    commands = [f"- `{name}`: `{'python ' + probe_script if r['row'] == PROBE_ROW else 'finetune'} {r['command']}`"
                 for name, r in every_run.items()]  # fmt: skip
     lines += ["", "Commands (on the device; paths as there):", "", *commands, ""]
     return "\n".join(lines)
