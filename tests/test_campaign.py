@@ -499,6 +499,25 @@ def test_finetune_eval_refuses_a_rate_that_is_not_above_zero(rate, capsys):
     assert c.positive_rate("3e-4") == 3e-4
 
 
+def test_finetune_queue_puts_each_comparison_beside_its_twin_before_the_bc5cdr_sets(tmp_path):
+    """The queue's order is the priority when the budget runs out: the model's rows first, each followed by
+    its twin's (a protocol row alone cannot be read: on the CPU the twin beat a pre-trained model under it),
+    then the fine-tuning time, then the BC5CDR sets."""
+    c = load_campaign()
+    ner = tmp_path / "ner"
+    for name in ("bc5cdr-chem", "bc5cdr-disease"):
+        (ner / name).mkdir(parents=True)
+    args = argparse.Namespace(work=tmp_path / "work", trials=3, learning_rate=None, ner=ner)
+    names = [item["name"] for item in c.finetune_queue(args)]
+    assert names == ["lr-3e-4", "lr-1e-3", "ncbi-small", "ncbi-twin", "probe-small", "probe-twin",
+                     "ncbi-small-bio-electra-protocol", "ncbi-twin-bio-electra-protocol", "base-speed",
+                     "bc5cdr-chem-small", "bc5cdr-chem-twin", "bc5cdr-disease-small", "bc5cdr-disease-twin"]  # fmt: skip
+    protocol = [item for item in c.finetune_queue(args) if item["row"] == c.BIO_ELECTRA_ROW]
+    assert [item["args"][3] for item in protocol] == [args.work / "export" / "discriminator", args.work / "twin"]
+    assert all(item["args"][-4:] == ["--epochs", "10", "--learning-rate", "3e-4"] for item in protocol)
+    assert "lr-3e-4" not in [item["name"] for item in c.finetune_queue(argparse.Namespace(**{**vars(args), "learning_rate": 1e-3}))]
+
+
 def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_results(tmp_path, monkeypatch):
     """Call 1 measures base-speed before any model exists; call 5 runs the comparisons: base-speed is not
     measured again, the learning rate is chosen on development F1 before the defaults rows, a failed run is
