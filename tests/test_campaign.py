@@ -406,7 +406,7 @@ def test_report_tables_come_from_the_brought_back_files(tmp_path):
         "| 1e-3 | 67.00 | 60 |",
         "Chosen: 1e-3, the rate of the \"finetune's defaults\" rows below",
         "| NCBI-disease, finetune's defaults | 68.00 ± 1.00 | 70.00 ± 1.00 | 43.00 ± 1.00 | 45.00 ± 1.00 | +25.00 / +25.00 |",
-        "| NCBI-disease, Bio-ELECTRA's protocol (10 epochs at 3e-4) | 70.00 ± 1.00 | 72.00 ± 1.00 | - | - | - / - |",
+        "| NCBI-disease, Bio-ELECTRA's protocol (--protocol bio-electra) | 70.00 ± 1.00 | 72.00 ± 1.00 | - | - | - / - |",
         "NCBI-disease fine-tuning time, 3 trials x 3 epochs, an ELECTRA-Base-sized model with random weights on "
         "NVIDIA H100 80GB HBM3: 95 s end to end (target: under 120 s, met).",
         "| ELECTRA-Small | 128 x 128 | 36.00 | 4,608 | 12.00 | x3.00 | - | - | - | >= 35 steps/s on an H100: met |",
@@ -514,7 +514,8 @@ def test_finetune_queue_puts_each_comparison_beside_its_twin_before_the_bc5cdr_s
                      "bc5cdr-chem-small", "bc5cdr-chem-twin", "bc5cdr-disease-small", "bc5cdr-disease-twin"]  # fmt: skip
     protocol = [item for item in c.finetune_queue(args) if item["row"] == c.BIO_ELECTRA_ROW]
     assert [item["args"][3] for item in protocol] == [args.work / "export" / "discriminator", args.work / "twin"]
-    assert all(item["args"][-4:] == ["--epochs", "10", "--learning-rate", "3e-4"] for item in protocol)
+    # the one definition of the protocol (downstream.settings.PROTOCOLS), cut to the 3 trials
+    assert all(item["args"][-4:] == ["--trials", "3", "--protocol", "bio-electra"] for item in protocol)
     assert "lr-3e-4" not in [item["name"] for item in c.finetune_queue(argparse.Namespace(**{**vars(args), "learning_rate": 1e-3}))]
 
 
@@ -574,7 +575,7 @@ def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_result
         c.cmd_finetune_eval(args)
     assert ran == ["lr-3e-4", "lr-1e-3", *comparisons]
     assert rates["lr-3e-4"] == "3e-4" and rates["ncbi-small"] == rates["ncbi-twin"] == "1e-3"  # model and twin alike
-    assert rates["ncbi-small-bio-electra-protocol"] == "3e-4"  # a protocol keeps its own rate
+    assert rates["ncbi-small-bio-electra-protocol"] is None  # a protocol keeps its own rate (finetune's --protocol)
     results = json.loads((out / "finetune.json").read_text())
     assert results["learning_rate"] == {"rate": 1e-3, "why": "3e-4: dev F1 40.00, 1e-3: dev F1 45.00"}
     assert results["ncbi-small"]["learning_rate"] == 1e-3 and "--learning-rate 1e-3" in results["ncbi-small"]["command"]
