@@ -505,13 +505,15 @@ def test_finetune_queue_puts_each_comparison_beside_its_twin_before_the_bc5cdr_s
     then the fine-tuning time, then the BC5CDR sets."""
     c = load_campaign()
     ner = tmp_path / "ner"
-    for name in ("bc5cdr-chem", "bc5cdr-disease"):
+    ner_sets = sys.modules["campaign_common"].NER_SETS  # the sets pack 1 carries
+    for name in ner_sets:
         (ner / name).mkdir(parents=True)
     args = argparse.Namespace(work=tmp_path / "work", trials=3, learning_rate=None, ner=ner)
     names = [item["name"] for item in c.finetune_queue(args)]
     assert names == ["lr-3e-4", "lr-1e-3", "ncbi-small", "ncbi-twin", "probe-small", "probe-twin",
                      "ncbi-small-bio-electra-protocol", "ncbi-twin-bio-electra-protocol", "base-speed",
-                     "bc5cdr-chem-small", "bc5cdr-chem-twin", "bc5cdr-disease-small", "bc5cdr-disease-twin"]  # fmt: skip
+                     *(f"{name}-{which}" for name in ner_sets for which in ("small", "twin"))]  # fmt: skip
+    assert ner_sets == ("bc5cdr-chem", "bc5cdr-disease")
     protocol = [item for item in c.finetune_queue(args) if item["row"] == c.BIO_ELECTRA_ROW]
     assert [item["args"][3] for item in protocol] == [args.work / "export" / "discriminator", args.work / "twin"]
     # the one definition of the protocol (downstream.settings.PROTOCOLS), cut to the issue's 3 trials
