@@ -23,6 +23,16 @@ SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+def load_script(path: Path):
+    """Import a script of the repository that is not part of a package (a recipe, a benchmark) by its path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """``../shared/data`` beside the checkout; tests that need it are skipped with this reason when absent."""

@@ -4,12 +4,11 @@ running out of memory. The GPU session reads this report (issue 14), so losing i
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 import torch
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, load_script
 from pretrain_fixture import TINY_HPARAMS
 
 BENCH = REPO_ROOT / "bench" / "pretrain_throughput.py"
@@ -17,10 +16,7 @@ BENCH = REPO_ROOT / "bench" / "pretrain_throughput.py"
 
 @pytest.fixture()
 def bench():
-    spec = importlib.util.spec_from_file_location("pretrain_throughput", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCH)
 
 
 @pytest.fixture()

@@ -4,7 +4,6 @@ with a tiny configuration and a temporary folder standing in for the device's $O
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import random
 import shutil
@@ -17,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, load_script
 
 CAMPAIGN = REPO_ROOT / "recipes" / "bioelectra-small" / "campaign.py"
 
@@ -42,10 +41,7 @@ WORDS = "the patient tumor cancer gene protein cell expression disease mice ther
 
 
 def load_campaign():
-    spec = importlib.util.spec_from_file_location("campaign", CAMPAIGN)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(CAMPAIGN)
 
 
 def campaign(*args: str | Path) -> subprocess.CompletedProcess:

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import load_script
 
 SCRIPT = Path(__file__).resolve().parent.parent / "recipes" / "bioelectra-small" / "graft.py"
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("graft", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +35,7 @@ def test_graft_takes_the_named_part_from_the_pretrained_model_and_the_rest_from_
 
     from bioelectra.presets import build_untrained_twin
 
-    graft = load_script()
+    graft = load_script(SCRIPT)
     report = graft.graft(pretrained, tmp_path / "out", [part])
     out = load_file(tmp_path / "out" / "model.safetensors")
     donor = load_file(pretrained / "model.safetensors")
@@ -69,7 +62,7 @@ def test_graft_takes_the_named_part_from_the_pretrained_model_and_the_rest_from_
 
 
 def test_graft_refuses_unknown_parts_and_missing_weights(tmp_path, pretrained, capsys):
-    graft = load_script()
+    graft = load_script(SCRIPT)
     with pytest.raises(ValueError, match="expected one or more of"):
         graft.graft(pretrained, tmp_path / "out", ["decoder"])
     with pytest.raises(FileNotFoundError, match="no model.safetensors"):
@@ -83,7 +76,7 @@ def test_graft_refuses_unknown_parts_and_missing_weights(tmp_path, pretrained, c
 
 
 def test_graft_command_line_writes_the_report(tmp_path, pretrained, capsys):
-    graft = load_script()
+    graft = load_script(SCRIPT)
     argv = [
         "--pretrained",
         str(pretrained),

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import torch
-from conftest import FIXTURES
+from conftest import FIXTURES, load_script
 
 SCRIPT = Path(__file__).resolve().parent.parent / "recipes" / "bioelectra-mini" / "linear_probe.py"
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("linear_probe", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_word_features_take_each_words_first_sub_token(tiny_checkpoint):
@@ -24,7 +16,7 @@ def test_word_features_take_each_words_first_sub_token(tiny_checkpoint):
 
     from downstream.ner import read_ner_file
 
-    probe = load_script()
+    probe = load_script(SCRIPT)
     tokenizer = AutoTokenizer.from_pretrained(tiny_checkpoint)
     model = AutoModel.from_pretrained(tiny_checkpoint).eval()
     sentences = read_ner_file(FIXTURES / "ner-tiny" / "train.tsv").sentences[:5]
@@ -41,7 +33,7 @@ def test_word_features_take_each_words_first_sub_token(tiny_checkpoint):
 
 
 def test_probe_learns_a_linearly_separable_tagging():
-    probe = load_script()
+    probe = load_script(SCRIPT)
     g = torch.Generator().manual_seed(0)
     y = torch.randint(0, 3, (600,), generator=g)
     x = torch.randn(600, 8, generator=g) + 4.0 * torch.nn.functional.one_hot(y, 8).float()
@@ -50,7 +42,7 @@ def test_probe_learns_a_linearly_separable_tagging():
 
 
 def test_script_prints_probe_f1_for_a_checkpoint(tiny_checkpoint, capsys, tmp_path):
-    probe = load_script()
+    probe = load_script(SCRIPT)
     output = tmp_path / "probe" / "probe.json"
     result = probe.main(["--ckpt", str(tiny_checkpoint), "--data-dir", str(FIXTURES / "ner-tiny"), "--epochs", "2",
                          "--output", str(output)])  # fmt: skip
