@@ -222,11 +222,12 @@ def build_untrained_twin(source: str | os.PathLike, output_dir: str | os.PathLik
     return _write_untrained_checkpoint(config, AutoTokenizer.from_pretrained(source), stamp, output_dir, seed=seed)
 
 
-_STAMP_FILE = "bioelectra_preset.json"
+#: The stamp that marks a directory written by this module (what was built, from what): rebuilt when it differs.
+STAMP_FILE = "bioelectra_preset.json"
 
 
 def _holds_stamp(output_dir: Path, stamp: dict) -> bool:
-    marker = output_dir / _STAMP_FILE
+    marker = output_dir / STAMP_FILE
     return marker.is_file() and json.loads(marker.read_text()) == stamp
 
 
@@ -243,7 +244,7 @@ def _write_untrained_checkpoint(config, tokenizer, stamp: dict, output_dir: Path
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        (tmp / _STAMP_FILE).write_text(json.dumps(stamp))
+        (tmp / STAMP_FILE).write_text(json.dumps(stamp))
         replace_dir(tmp, output_dir)
     finally:
         if tmp.exists():

@@ -33,7 +33,7 @@ def test_graft_takes_the_named_part_from_the_pretrained_model_and_the_rest_from_
     from safetensors.torch import load_file
     from transformers import AutoModelForTokenClassification
 
-    from bioelectra.presets import build_untrained_twin
+    from bioelectra.presets import STAMP_FILE, build_untrained_twin
 
     graft = load_script(SCRIPT)
     report = graft.graft(pretrained, tmp_path / "out", [part])
@@ -53,7 +53,7 @@ def test_graft_takes_the_named_part_from_the_pretrained_model_and_the_rest_from_
     assert report == json.loads((tmp_path / "out" / "grafted.json").read_text())
     assert report["from_pretrained"] == len(taken) and report["from_twin"] == len(out) - len(taken)
     # a plain checkpoint for finetune: loads for token classification, carries no twin stamp, no leftovers
-    assert not (tmp_path / "out" / "bioelectra_preset.json").exists()
+    assert not (tmp_path / "out" / STAMP_FILE).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "twin"]
     model = AutoModelForTokenClassification.from_pretrained(tmp_path / "out", num_labels=3)
     torch.testing.assert_close(

@@ -77,7 +77,7 @@ def graft(pretrained: str | Path, output_dir: str | Path, parts: list[str], *, s
     import torch
     from safetensors.torch import load_file, save_file
 
-    from bioelectra.presets import build_untrained_twin
+    from bioelectra.presets import STAMP_FILE, build_untrained_twin
     from bioelectra.textio import replace_dir
 
     pretrained, output_dir = Path(pretrained), Path(output_dir)
@@ -115,7 +115,7 @@ def graft(pretrained: str | Path, output_dir: str | Path, parts: list[str], *, s
         built = tmp / "out"
         built.mkdir()
         for item in twin_dir.iterdir():  # configuration and tokenizer; not the twin's stamp nor its weights
-            if item.name not in (WEIGHTS, "bioelectra_preset.json") and item.is_file():
+            if item.name not in (WEIGHTS, STAMP_FILE) and item.is_file():
                 shutil.copy2(item, built / item.name)
         save_file(out, built / WEIGHTS, metadata={"format": "pt"})
         (built / REPORT).write_text(json.dumps(report, indent=1) + "\n")
