@@ -190,6 +190,23 @@ def test_trainer_uses_electras_optimizer_and_schedule(data_dir, tmp_path):
     assert trainer.args.logging_nan_inf_filter is False
 
 
+def test_training_batches_are_full_unless_one_batch_is_all_there_is(data_dir, tmp_path):
+    """The original's input_fn drops an epoch's short last batch (drop_remainder=True); under torch.compile
+    that batch would be a new shape to compile for. A split smaller than one batch still trains."""
+    trainer, _ = prepare_pretraining(
+        data_dir=data_dir, output_dir=tmp_path / "out", hparams=tiny_hparams(per_device_train_batch_size=10)
+    )
+    assert trainer.args.dataloader_drop_last is True
+    batches = list(trainer.get_train_dataloader())
+    assert len(batches) == 64 // 10  # the fixture's 64 training examples: 6 full batches, the 4 left dropped
+    assert all(b["input_ids"].shape[0] == 10 for b in batches)
+    trainer, _ = prepare_pretraining(
+        data_dir=data_dir, output_dir=tmp_path / "big", hparams=tiny_hparams(per_device_train_batch_size=100)
+    )
+    assert trainer.args.dataloader_drop_last is False
+    assert [b["input_ids"].shape[0] for b in trainer.get_train_dataloader()] == [64]
+
+
 def test_logged_loss_is_not_rescaled_under_gradient_accumulation(data_dir, tmp_path):
     # the Trainer's loss-scaling trap (a forward with **kwargs): the logged loss must be the mean micro-batch loss, not twice it
     run_pretraining(

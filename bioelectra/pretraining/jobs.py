@@ -300,6 +300,8 @@ def prepare_pretraining(
         eval_dataset = None
         hp.eval_steps = 0
     args = training_arguments(output_dir, hp, **dict(training_args_overrides or {}))
+    if args.dataloader_drop_last and len(data.train) < args.train_batch_size * args.world_size:
+        args.dataloader_drop_last = False  # fewer examples than one batch: the partial batch is all there is
     if args.process_index == 0:
         hp_file.write_text(json.dumps(record, indent=2) + "\n")
     with tensorboard_dir(output_dir / "tensorboard"):  # read when the Trainer makes its callbacks
