@@ -165,6 +165,22 @@ def test_shipped_model_is_the_recipe_shape():
     assert f"--vocab-size {config['vocab_size']}" in recipe and "--do-lower-case" in recipe
 
 
+def test_bioelectra_small_is_its_recipes_shape_and_card_names_the_recipe():
+    """bioelectra-small's weights are what recipes/bioelectra-small/hparams.json describes (4 of
+    ELECTRA-Small's layers, a 30,522-entry vocabulary), and its card says how to make it again."""
+    from conftest import REPO_ROOT
+
+    hparams = json.loads((REPO_ROOT / "recipes" / "bioelectra-small" / "hparams.json").read_text())
+    config = json.loads((shipped_model_dir("bioelectra-small") / "config.json").read_text())
+    for key, value in hparams["model_hparam_overrides"].items():
+        assert config[key] == value, key
+    assert config["vocab_size"] == hparams["vocab_size"]
+    assert (config["hidden_size"], config["embedding_size"]) == (256, 128)  # ELECTRA-Small's widths
+    card = (shipped_model_dir("bioelectra-small") / "README.md").read_text()
+    for needed in ("recipes/bioelectra-small/RUNBOOK.md", "hparams.json", "H200", "bioelectra-small-untrained"):
+        assert needed in card, needed
+
+
 @pytest.mark.slow
 def test_finetune_defaults_to_the_default_shipped_model(tmp_path):
     """`finetune` without --ckpt fine-tunes the default shipped model (``DEFAULT_CKPT``, bioelectra-mini until a

@@ -10,6 +10,7 @@ import typer
 
 from bioelectra.checkpoints import DEFAULT_CKPT, resolve_checkpoint
 from bioelectra.cli.common import _fail, _setup_logging, _UserError, app, console
+from bioelectra.presets import SHIPPED_MODEL_LEARNING_RATES, SHIPPED_MODELS, UNTRAINED_TWINS
 
 
 class Loader(StrEnum):
@@ -58,10 +59,11 @@ def finetune(
     ckpt: Annotated[
         str,
         typer.Option(
-            help="Checkpoint: bioelectra-mini (the small pre-trained discriminator shipped with the package), "
-            "a local save_pretrained directory, a hub id (needs a network), an original TensorFlow ELECTRA "
-            "checkpoint directory, or an untrained encoder: a size preset electra-small|electra-base|electra-large "
-            "or bioelectra-mini-untrained (bioelectra-mini's shape and tokenizer, random weights).",
+            help=f"Checkpoint: {' or '.join(SHIPPED_MODELS)} (pre-trained discriminators shipped with the package; "
+            f"default {DEFAULT_CKPT}), a local save_pretrained directory, a hub id (needs a network), an original "
+            "TensorFlow ELECTRA checkpoint directory, or an untrained encoder: a size preset "
+            f"electra-small|electra-base|electra-large or {'|'.join(UNTRAINED_TWINS)} (a shipped model's shape and "
+            "tokenizer, random weights).",
         ),
     ] = DEFAULT_CKPT,
     output_dir: Annotated[
@@ -83,8 +85,9 @@ def finetune(
             "--lr",
             min=0.0,
             show_default=False,
-            help="Peak learning rate (linear warmup, then linear decay). Default: 1e-3 for bioelectra-mini and "
-            "bioelectra-mini-untrained (the rate of their comparison), 1e-4 (ELECTRA's fine-tuning default) otherwise.",
+            help="Peak learning rate (linear warmup, then linear decay). Default: "
+            + ", ".join(f"{rate:g} for {name} and its untrained twin" for name, rate in SHIPPED_MODEL_LEARNING_RATES.items())
+            + " (the rate of their model card's comparison), 1e-4 (ELECTRA's fine-tuning default) otherwise.",
         ),
     ] = None,
     batch_size: Annotated[int | None, typer.Option("--batch-size", "--batch_size", min=1, show_default=False, help="Training batch size per device. [default: 32]")] = None,
