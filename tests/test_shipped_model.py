@@ -175,7 +175,10 @@ def test_bioelectra_small_is_its_recipes_shape_and_card_names_the_recipe():
     for key, value in hparams["model_hparam_overrides"].items():
         assert config[key] == value, key
     assert config["vocab_size"] == hparams["vocab_size"]
-    assert (config["hidden_size"], config["embedding_size"]) == (256, 128)  # ELECTRA-Small's widths
+    from bioelectra.presets import ELECTRA_SIZES
+
+    small = ELECTRA_SIZES["small"]  # ELECTRA-Small's widths, not its depth
+    assert (config["hidden_size"], config["embedding_size"]) == (small["hidden_size"], small["embedding_size"])
     card = (shipped_model_dir("bioelectra-small") / "README.md").read_text()
     for needed in ("recipes/bioelectra-small/RUNBOOK.md", "hparams.json", "H200", "bioelectra-small-untrained"):
         assert needed in card, needed
