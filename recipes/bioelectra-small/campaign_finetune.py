@@ -115,7 +115,8 @@ def cmd_finetune_eval(args) -> None:
     """The comparisons of :func:`finetune_queue`, in its order, while ``--budget-seconds`` last (a run starts
     only if the previous run's time still fits). The results add up across calls in ``<work>/finetune.json``,
     copied to ``$OUT`` after every run: a comparison measured in an earlier call (call 1's ``base-speed``)
-    is not run again (delete that file to measure again). A run that fails is recorded with its ``error``
+    is not run again (delete that file to measure again), unless it is a "finetune's defaults" run made at
+    another rate than the one now chosen or given. A run that fails is recorded with its ``error``
     and the queue goes on; the stage then exits non-zero. The "finetune's defaults" runs use the learning
     rate the ``lr-*`` runs chose (recorded as ``learning_rate``; they are skipped until every candidate has
     been measured) or ``--learning-rate``."""
@@ -141,8 +142,13 @@ def cmd_finetune_eval(args) -> None:
         if args.only and name not in args.only:
             continue
         if name in results and "error" not in results[name]:
-            log(f"{name}: measured in an earlier call ({results[name]['wall_seconds']} s), kept")
-            continue
+            earlier = results[name].get("learning_rate")
+            rate_now = (args.learning_rate if args.learning_rate is not None else chosen_learning_rate(results)[0]) if item.get("defaults_rate") else None
+            if rate_now is None or earlier is None or earlier == rate_now:
+                log(f"{name}: measured in an earlier call ({results[name]['wall_seconds']} s), kept")
+                continue
+            # a "finetune's defaults" row is read at the model's rate: one run at another rate is run again
+            log(f"{name}: measured at {rate_name(earlier)} in an earlier call; the rate is now {rate_name(rate_now)}, run again")
         if item.get("speed") and not has_gpu():
             results["skipped"].append(name)
             log(f"skipped {name}: a GPU figure, and no GPU here")
