@@ -452,6 +452,46 @@ def test_report_tables_come_from_the_brought_back_files(tmp_path):
         c.main(["report", "--results", str(res), "--finetune", str(tmp_path / "missing.json")])
 
 
+def _minimal_results(path: Path, *, steps: int, seconds: float, flos: float, device: str | None) -> Path:
+    """An unpacked results tar with only what the run's table reads: hparams, the final log record, and
+    ``env.json`` (what ``setup`` writes and ``collect`` packs) when ``device`` is given."""
+    path.mkdir(parents=True)
+    (path / "run-hparams.json").write_text(json.dumps({"per_device_train_batch_size": 256, "max_steps": steps}))
+    (path / "build_info.json").write_text(json.dumps({"counts": {"tokens_in_examples": 1000, "examples": {"train": 100_000, "validation": 10}}}))
+    record = {"step": steps, "train_runtime": seconds, "total_flos": flos}
+    (path / "log_history.jsonl").write_text(json.dumps(record) + "\n")
+    if device:
+        (path / "env.json").write_text(json.dumps({"device": device}))
+    return path
+
+
+def test_report_of_a_continued_run_adds_the_earlier_runs(tmp_path):
+    """``report --continues``: a row per earlier run and one with the sums; the card's draft then states the
+    sums (steps, minutes, FLOPs), not the last run's alone; the device comes from ``env.json`` when the run
+    had no bench."""
+    c = load_campaign()
+    first = _minimal_results(tmp_path / "first", steps=8_761, seconds=403.4, flos=6.0e15, device="NVIDIA H200")
+    second = _minimal_results(tmp_path / "second", steps=13_823, seconds=414.6, flos=9.5e15, device="NVIDIA H200")
+    c.main(["report", "--results", str(second), "--continues", str(first)])
+    report = (second / "report.md").read_text()
+    for line in (
+        "| device | NVIDIA H200 |",
+        "| steps | 13,823 of 13,823 planned, batch 256 |",  # this run's own rows are unchanged
+        "| continued from, run 1 of 2 | 8,761 steps of batch 256, 2,242,816 examples, 403 s on NVIDIA H200 (first/) |",
+        "| in all, the 2 runs | 22,584 steps, 5,781,504 examples (57.82 passes), 818 s (13.6 min) of training, "
+        "1.55e+16 FLOPs (the Trainer's estimate) |",
+    ):  # fmt: skip
+        assert line in report, f"{line}\n---\n{report}"
+    card = (second / "model-card.md").read_text()
+    assert "for 22,584 steps of batch 256 on NVIDIA H200 (13.6 minutes in 2 runs, each continuing the one before" in card, card
+    assert "- Short pre-training: 1.55e+16 FLOPs" in card
+    c.main(["report", "--results", str(second)])  # without --continues: the last run alone
+    report = (second / "report.md").read_text()
+    assert "in all" not in report and "| training FLOPs (the Trainer's estimate) | 9.5e+15 |" in report
+    with pytest.raises(SystemExit, match="--continues .*elsewhere: no run-hparams.json"):
+        c.main(["report", "--results", str(second), "--continues", str(tmp_path / "elsewhere")])
+
+
 def test_packs_leave_room_for_the_checkout_that_travels_with_them(tmp_path):
     """A call carries the working tree (tracked and untracked-not-ignored files) and the packs in 64 MiB."""
     c = load_campaign()
@@ -545,7 +585,7 @@ def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_result
         rates[run_dir.name] = rate
         if run_dir.name in failing:
             raise SystemExit("error: finetune.py ... exited with 1")
-        run_dir.mkdir(parents=True)
+        run_dir.mkdir(parents=True, exist_ok=True)  # finetune re-runs a trial whose settings changed
         summary = {"dev": {"f1": {"mean": dev_f1.get(rate, 0.5)}}, "test": {"f1": {"mean": 0.5}}}
         (run_dir / "results.json").write_text(json.dumps({"summary": summary}))
 
@@ -599,6 +639,14 @@ def test_finetune_eval_goes_on_after_a_failed_run_and_keeps_earlier_calls_result
     ran.clear()
     c.cmd_finetune_eval(argparse.Namespace(**{**vars(args), "only": ["ncbi-small"], "learning_rate": 2e-3}))
     assert ran == ["ncbi-small"] and rates["ncbi-small"] == "2e-3"
+    # a defaults row is kept only at the rate now in force (the twin's rows measured at an earlier model's
+    # rate must not sit beside the model's at a new one); rows that keep their own rate are kept as they are
+    ran.clear()
+    c.cmd_finetune_eval(argparse.Namespace(**{**vars(args), "only": ["ncbi-small"], "learning_rate": 2e-3}))
+    assert ran == []
+    c.cmd_finetune_eval(argparse.Namespace(**{**vars(args), "only": ["ncbi-small", "lr-3e-4"], "learning_rate": 3e-4}))
+    assert ran == ["ncbi-small"] and rates["ncbi-small"] == "3e-4"
+    assert json.loads((work / "finetune.json").read_text())["ncbi-small"]["learning_rate"] == 3e-4
 
 
 @pytest.mark.slow
@@ -675,6 +723,7 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     assert json.loads((here / "trainer_state.json").read_text())["global_step"] == 4
     assert json.loads((here / "bench-compiled.json").read_text())["cases"][0]["optimized"]["compiled"]
     assert "disc_auc" in json.loads((here / "eval.json").read_text())["metrics"]
+    assert json.loads((here / "env.json").read_text())["device"] == "cpu"  # setup's, packed: the results name their machine
     from transformers import AutoModelForTokenClassification
 
     model = AutoModelForTokenClassification.from_pretrained(here / "export" / "discriminator", num_labels=3)

@@ -200,6 +200,7 @@ def cmd_setup(args) -> None:
     except Exception as exc:  # noqa: BLE001 - reported, so the next call can carry pack-pyarrow
         report["missing"] = f"{type(exc).__name__}: {exc} (pyarrow too old for datasets? carry .campaign/pack-pyarrow)"
     write_json(out / "env.json", report)
+    write_json(work / "env.json", report)  # collect packs it: the results then name their device without bench.json
     print(json.dumps(report, indent=2))
 
 
@@ -341,6 +342,7 @@ def cmd_collect(args) -> None:
         (work / "bench-compiled.json", "bench-compiled.json"),
         (work / "manifest.json", "manifest.json"),
         (work / "data" / "build_info.json", "build_info.json"),
+        (work / "env.json", "env.json"),
     ]
     if state:
         sources.append((state[-1], "trainer_state.json"))
@@ -450,6 +452,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--results", type=Path, required=True, help="the unpacked results tar")
     p.add_argument("--finetune", type=Path, action="append", default=None,
                    help="a finetune.json (repeatable, later ones win; default: the one in --results)")  # fmt: skip
+    p.add_argument("--continues", type=Path, action="append", default=[],
+                   help="the unpacked results of a run this one continued from (pretrain train --init-from its export); "
+                        "repeatable, earliest first: the report adds their steps, examples, time and FLOPs")  # fmt: skip
 
     args = parser.parse_args(argv)
     args.work = args.work.resolve()

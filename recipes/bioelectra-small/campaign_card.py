@@ -93,6 +93,16 @@ def model_card(results: Path, finetune: dict, report: str, *, shipped: Path | No
     steps, batch = match.groups() if match else ("-", "-")
     match = re.search(r"\(([\d.,]+) min\)", run.get("wall time of training", ""))
     minutes = f"{match.group(1)} minutes" if match else "-"
+    # a continued run (report --continues): the card speaks of all the runs together
+    in_all = next(((k, v) for k, v in run.items() if k.startswith("in all, the ")), None)
+    if in_all is not None:
+        runs = in_all[0].removeprefix("in all, the ").removesuffix(" runs")
+        match = re.match(r"([\d,]+) steps", in_all[1])
+        steps = f"{match.group(1) if match else '-'}"
+        match = re.search(r"\(([\d.,]+) min\) of training", in_all[1])
+        minutes = f"{match.group(1) if match else '-'} minutes in {runs} runs, each continuing the one before"
+        match = re.search(r"([\d.e+-]+) FLOPs", in_all[1])
+        flops = float(match.group(1)) if match else None
     corpus_bytes = ((read_json(results / "manifest.json", {}) or {}).get("corpus") or {}).get("bytes")
     megabytes = f"{corpus_bytes / 1e6:,.0f} MB" if corpus_bytes else "-"
     lower = build.get("do_lower_case")

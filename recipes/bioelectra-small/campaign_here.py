@@ -278,11 +278,60 @@ def _round_large(value: float) -> int:
     return int(round(value, -6)) if value >= 1e6 else int(round(value))
 
 
-def results_report(results: Path, finetune: dict) -> str:
+def run_figures(results: Path) -> dict:
+    """What one brought-back run did, from the files ``collect`` packed (``results``: the unpacked tar):
+    ``steps`` (the final record's, else ``trainer_state.json``'s), ``batch`` (per device), ``examples``
+    (steps x batch), ``seconds`` (``train_runtime``), ``flos`` (the Trainer's estimate) and ``device``
+    (``bench.json``'s, else ``env.json``'s, which ``setup`` writes and ``collect`` packs). A missing
+    figure is ``None``."""
+    sys.path.insert(0, str(REPO))
+    from bioelectra.training import LOG_HISTORY_FILE, read_log_history
+
+    hp = read_json(results / "run-hparams.json", {}) or {}
+    state = read_json(results / "trainer_state.json", {}) or {}
+    history = read_log_history(results / LOG_HISTORY_FILE)
+    final = next((h for h in reversed(history) if "train_runtime" in h), {})
+    steps = final.get("step", state.get("global_step"))
+    batch = hp.get("per_device_train_batch_size")
+    device = (read_json(results / "bench.json", {}) or {}).get("device") or (read_json(results / "env.json", {}) or {}).get("device")
+    return {"steps": steps, "batch": batch, "examples": steps * batch if steps is not None and batch else None,
+            "seconds": final.get("train_runtime"), "flos": final.get("total_flos"), "device": device}  # fmt: skip
+
+
+def _continued_rows(figures: dict, continues: list[Path], train_examples: int | None) -> list[tuple[str, str]]:
+    """The report's rows for a run that continued from earlier ones (``continues``: their unpacked results,
+    earliest first): each earlier run's steps, examples, time and device, then the sums with this run's
+    (``figures``: :func:`run_figures` of it). A sum is ``-`` when a run lacks that figure."""
+    earlier = [(path, run_figures(path)) for path in continues]
+    rows = []
+    for i, (path, f) in enumerate(earlier, 1):
+        steps, examples, seconds = (f[k] for k in ("steps", "examples", "seconds"))
+        rows.append((f"continued from, run {i} of {len(earlier) + 1}",
+                     f"{'-' if steps is None else format(steps, ',')} steps of batch {f['batch'] or '-'}, "
+                     f"{'-' if examples is None else format(examples, ',')} examples, "
+                     f"{'-' if seconds is None else format(seconds, ',.0f')} s on {f['device'] or '-'} ({path.name}/)"))  # fmt: skip
+    runs = [f for _, f in earlier] + [figures]
+
+    def total(key: str):
+        values = [f[key] for f in runs]
+        return None if any(v is None for v in values) else sum(values)
+
+    steps, examples, seconds, flos = (total(k) for k in ("steps", "examples", "seconds", "flos"))
+    passes = f" ({examples / train_examples:.2f} passes)" if examples and train_examples else ""
+    rows.append((f"in all, the {len(runs)} runs",
+                 f"{'-' if steps is None else format(steps, ',')} steps, {'-' if examples is None else format(examples, ',')} examples"
+                 f"{passes}, {'-' if seconds is None else f'{seconds:,.0f} s ({seconds / 60:.1f} min)'} of training, "
+                 f"{'-' if flos is None else format(flos, '.3g')} FLOPs (the Trainer's estimate)"))  # fmt: skip
+    return rows
+
+
+def results_report(results: Path, finetune: dict, continues: list[Path] = ()) -> str:
     """Markdown tables of a brought-back campaign for the model card and the README: the run, the metrics at
     each evaluation, the final metrics, and the fine-tuning comparisons (``finetune-eval``'s runs grouped by
     ``row``). Every figure is read from the files ``collect`` packed (``results``: the unpacked tar) and from
-    ``finetune`` (``finetune.json``, merged); a figure that is not there is shown as ``-``."""
+    ``finetune`` (``finetune.json``, merged); a figure that is not there is shown as ``-``. ``continues``:
+    the unpacked results of the runs this one continued from (``pretrain train --init-from``), earliest
+    first; the run's table then adds a row for each and one with the sums (:func:`_continued_rows`)."""
     sys.path.insert(0, str(REPO))
     from statistics import median_high
 
@@ -293,7 +342,6 @@ def results_report(results: Path, finetune: dict) -> str:
         return median_high(values) if values else None
 
     hp = read_json(results / "run-hparams.json", {}) or {}
-    state = read_json(results / "trainer_state.json", {}) or {}
     build = read_json(results / "build_info.json", {}) or {}
     manifest = read_json(results / "manifest.json", {}) or {}
     bench = read_json(results / "bench.json", {}) or {}
@@ -301,24 +349,21 @@ def results_report(results: Path, finetune: dict) -> str:
     done = read_json(results / "train-done.json", {}) or {}
     history = read_log_history(results / LOG_HISTORY_FILE)
     config = read_json(results / "export" / "discriminator" / "config.json", {}) or {}
-    final = next((h for h in reversed(history) if "train_runtime" in h), {})
     training = [h for h in history if "loss" in h and "steps_per_second" in h]
     evals = [h for h in history if "eval_disc_auc" in h]
 
     def num(value, fmt: str = ",") -> str:
         return "-" if value is None else format(value, fmt)
 
-    steps = final.get("step", state.get("global_step"))
-    batch = hp.get("per_device_train_batch_size")
+    figures = run_figures(results)
+    steps, batch, seen, runtime = (figures[k] for k in ("steps", "batch", "examples", "seconds"))
     counts = build.get("counts", {})
     examples = counts.get("examples", {})
     train_examples = examples.get("train")
-    seen = steps * batch if steps is not None and batch else None
     tokens_per_example = (counts.get("tokens_in_examples") or 0) / max(1, sum(examples.values())) if examples else None
-    runtime = final.get("train_runtime")
     lines = ["## Pre-training run", "", "| | |", "|---|---|"]
     rows = [
-        ("device", bench.get("device", "-")),
+        ("device", figures["device"] or "-"),
         ("discriminator", f"hidden {config.get('hidden_size', '-')}, {config.get('num_hidden_layers', '-')} layers, "
                           f"{config.get('num_attention_heads', '-')} heads, FFN {num(config.get('intermediate_size'))}, "
                           f"embeddings {config.get('embedding_size', '-')}, vocabulary {num(config.get('vocab_size'))}"),
@@ -330,7 +375,7 @@ def results_report(results: Path, finetune: dict) -> str:
         ("examples seen", f"{num(seen)} ({seen / train_examples:.2f} passes over the training examples)" if seen and train_examples else "-"),
         ("tokens seen (about)", num(_round_large(seen * tokens_per_example)) if seen and tokens_per_example else "-"),
         ("wall time of training", f"{runtime:,.0f} s ({runtime / 60:.1f} min)" if runtime else "-"),
-        ("training FLOPs (the Trainer's estimate)", num(final.get("total_flos"), ".3g")),
+        ("training FLOPs (the Trainer's estimate)", num(figures["flos"], ".3g")),
         ("speed (median of the training logs)", f"{num(median([h['steps_per_second'] for h in training]))} steps/s, "
                                                 f"data_wait_fraction {num(median([h.get('data_wait_fraction', 0.0) for h in training]))}"),
         ("optimisation", (f"schedule fitted to {num(fitted.get('max_train_seconds'), ',.0f')} s of training: " if fitted else "")
@@ -340,6 +385,8 @@ def results_report(results: Path, finetune: dict) -> str:
                          + (f" (the compiled run failed with exit {done['compiled_returncode']}; it went on eager)" if done.get("fallback") else "")
                          + f", untied generator {hp.get('untied_generator', '-')}"),
     ]  # fmt: skip
+    if continues:
+        rows += _continued_rows(figures, list(continues), train_examples)
     lines += [f"| {k} | {v} |" for k, v in rows]
 
     keys = ("eval_masked_lm_accuracy", "eval_disc_auc", "eval_disc_precision", "eval_disc_recall", "eval_disc_attention_entropy")
@@ -424,7 +471,7 @@ def results_report(results: Path, finetune: dict) -> str:
         lines.append(f"| {row} | " + " | ".join(cells) + f" | {gain} |")
     for r in done.values():
         if r["model"] == "base":
-            lines += ["", f"{r['row']}, an ELECTRA-Base-sized model with random weights on {bench.get('device', '-')}: "
+            lines += ["", f"{r['row']}, an ELECTRA-Base-sized model with random weights on {figures['device'] or '-'}: "
                       + (f"{r['wall_seconds']:.0f} s end to end (target: under {SPEED_TARGET_SECONDS} s, "
                          f"{'met' if r['wall_seconds'] < SPEED_TARGET_SECONDS else 'not met'})."
                          if "error" not in r else f"failed ({r['error']}).")]  # fmt: skip
@@ -439,8 +486,8 @@ def cmd_report(args) -> None:
     into ``model-card.md`` (:func:`campaign_card.model_card`).
 
     Raises:
-        SystemExit: ``--results`` holds no ``run-hparams.json`` (not an unpacked results tar), or a
-            ``--finetune`` file given is missing.
+        SystemExit: ``--results`` or a ``--continues`` folder holds no ``run-hparams.json`` (not an unpacked
+            results tar), or a ``--finetune`` file given is missing.
     """
     from bioelectra.textio import atomic_write_text
 
@@ -453,7 +500,11 @@ def cmd_report(args) -> None:
     finetune: dict = {}
     for path in args.finetune or [args.results / "finetune.json"]:
         finetune.update({k: v for k, v in (read_json(Path(path), {}) or {}).items() if k != "skipped"})
-    text = results_report(args.results, finetune)
+    missing = [str(p) for p in args.continues if not (p / "run-hparams.json").is_file()]
+    if missing:
+        raise SystemExit(f"error: --continues {', '.join(missing)}: no run-hparams.json (expected an earlier run's "
+                         "unpacked results tar)")  # fmt: skip
+    text = results_report(args.results, finetune, args.continues)
     atomic_write_text(args.results / "report.md", text)
     print(text)
     log(f"written {args.results / 'report.md'}")
