@@ -483,7 +483,7 @@ def test_report_of_a_continued_run_adds_the_earlier_runs(tmp_path):
     ):  # fmt: skip
         assert line in report, f"{line}\n---\n{report}"
     card = (second / "model-card.md").read_text()
-    assert "for 22,584 steps of batch 256 on NVIDIA H200 (13.6 minutes in 2 runs, each continuing the one before" in card, card
+    assert "for 22,584 steps of batch 256 on NVIDIA H200 (13.6 minutes of training in 2 runs, each continuing the one before)." in card, card
     assert "- Short pre-training: 1.55e+16 FLOPs" in card
     c.main(["report", "--results", str(second)])  # without --continues: the last run alone
     report = (second / "report.md").read_text()

@@ -92,7 +92,7 @@ def model_card(results: Path, finetune: dict, report: str, *, shipped: Path | No
     match = re.match(r"([\d,]+) of .* planned, batch ([\d,]+)", run.get("steps", ""))  # the report's "steps" row
     steps, batch = match.groups() if match else ("-", "-")
     match = re.search(r"\(([\d.,]+) min\)", run.get("wall time of training", ""))
-    minutes = f"{match.group(1)} minutes" if match else "-"
+    minutes = f"{match.group(1)} minutes of training" if match else "-"
     # a continued run (report --continues): the card speaks of all the runs together
     in_all = next(((k, v) for k, v in run.items() if k.startswith("in all, the ")), None)
     if in_all is not None:
@@ -100,7 +100,7 @@ def model_card(results: Path, finetune: dict, report: str, *, shipped: Path | No
         match = re.match(r"([\d,]+) steps", in_all[1])
         steps = f"{match.group(1) if match else '-'}"
         match = re.search(r"\(([\d.,]+) min\) of training", in_all[1])
-        minutes = f"{match.group(1) if match else '-'} minutes in {runs} runs, each continuing the one before"
+        minutes = f"{match.group(1) if match else '-'} minutes of training in {runs} runs, each continuing the one before"
         match = re.search(r"([\d.e+-]+) FLOPs", in_all[1])
         flops = float(match.group(1)) if match else None
     corpus_bytes = ((read_json(results / "manifest.json", {}) or {}).get("corpus") or {}).get("bytes")
@@ -119,7 +119,7 @@ def model_card(results: Path, finetune: dict, report: str, *, shipped: Path | No
              f"# {NAME}", "",
              f"A small biomedical ELECTRA **discriminator** ({millions} parameters) pre-trained by this project with replaced "
              f"token detection on {megabytes} of biomedical text (the project's shared corpus, below), for {steps} steps of "
-             f"batch {batch} on {run.get('device', '-')} ({minutes} of training). It ships inside the "
+             f"batch {batch} on {run.get('device', '-')} ({minutes}). It ships inside the "
              f"`bioelectra` package, beside its untrained twin `{twin}` (the same shape and tokenizer, random weights), "
              "so that what pre-training buys can be measured with the same command.", "",
              "```bash", f"bioelectra finetune --loader ner --dataset ncbi-disease --trials 3 --ckpt {NAME}",
