@@ -61,7 +61,7 @@ SEARCH_SPACE: dict[str, SearchParam] = {
         "log", 0.1, 5.0,
         source="a decade below to 5x the checkpoint's default rate: 1e-5 .. 5e-4 for the 1e-4 default, which holds "
         "Bio-ELECTRA's grid (1e-5 .. 5e-4; its best for every NER set: 5e-4) and ELECTRA's 1e-4 / 5e-5; "
-        "bioelectra-mini (default 1e-3): 1e-4 .. 5e-3",
+        "bioelectra-small (default 3e-4): 3e-5 .. 1.5e-3; bioelectra-mini (default 1e-3): 1e-4 .. 5e-3",
     ),
     "num_train_epochs": SearchParam("int", 2, 10, source="Bio-ELECTRA's grid 3 .. 20 (its best for NCBI-disease: 15), ELECTRA's default 3; capped at 10 for CPU budgets"),
     "per_device_train_batch_size": SearchParam("choice", choices=(12, 16, 32, 64), source="Bio-ELECTRA's grid 12 / 24 / 32 / 64 (best for NCBI-disease: 12), BioBERT's 10 / 16 / 32 / 64, ELECTRA's 32"),

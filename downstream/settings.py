@@ -293,7 +293,8 @@ PROTOCOLS: dict[str, dict] = {
     },
     "default": {
         "source": "this project's finetune defaults (AdamW, linear schedule, warmup 0.1, 3 epochs, batch 32, "
-        "sequence length 128; learning rate 1e-3 for bioelectra-mini, 1e-4 otherwise)",
+        "sequence length 128; a shipped model's own learning rate, bioelectra.presets.SHIPPED_MODEL_LEARNING_RATES, "
+        "else 1e-4)",
         "settings": {},
     },
     "blurb": {

@@ -189,14 +189,15 @@ def test_errors_name_the_problem(run_dir, export_dir, tmp_path):
 def test_cli_demo_on_the_shipped_model_prints_each_token():
     from transformers import AutoTokenizer
 
+    from bioelectra.checkpoints import DEFAULT_CKPT
     from bioelectra.presets import shipped_model_dir
 
     text = "Aspirin inhibits cyclooxygenase and reduces inflammation."
-    result = CliRunner().invoke(app, ["pretrain", "demo", text, "--seed", "1"])
+    result = CliRunner().invoke(app, ["pretrain", "demo", text, "--seed", "1"])  # the default shipped model
     assert result.exit_code == 0, result.output
-    tokens = AutoTokenizer.from_pretrained(shipped_model_dir("bioelectra-mini")).tokenize(text)
+    tokens = AutoTokenizer.from_pretrained(shipped_model_dir(DEFAULT_CKPT)).tokenize(text)
     out = result.stdout
-    assert "bioelectra-mini (discriminator only)" in out and "random vocabulary tokens" in out
+    assert f"{DEFAULT_CKPT} (discriminator only)" in out and "random vocabulary tokens" in out
     as_given = out[out.index("as given:") : out.index("with ")]
     for token in ["[CLS]", *tokens, "[SEP]"]:
         assert token in as_given.split(), token

@@ -186,8 +186,8 @@ def test_bioelectra_small_is_its_recipes_shape_and_card_names_the_recipe():
 
 @pytest.mark.slow
 def test_finetune_defaults_to_the_default_shipped_model(tmp_path):
-    """`finetune` without --ckpt fine-tunes the default shipped model (``DEFAULT_CKPT``, bioelectra-mini until a
-    better one ships) at its registered rate, with no network and nothing built under the output folder."""
+    """`finetune` without --ckpt fine-tunes the default shipped model (``DEFAULT_CKPT``: the best shipped one)
+    at its registered rate, with no network and nothing built under the output folder."""
     from conftest import FIXTURES
     from typer.testing import CliRunner
 

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from bioelectra.checkpoints import DEFAULT_CKPT
 from bioelectra.cli.common import _fail, _setup_logging, _UserError, console, pretrain_app
 
 # ---- pre-training data commands (build-vocab, build-data) ----
@@ -422,7 +423,7 @@ def pretrain_demo(
             help="A discriminator folder (e.g. an export's discriminator/), a shipped model name, an export folder "
             "(discriminator/ + generator/), a `pretrain train` output folder (its last checkpoint) or a checkpoint-N.",
         ),
-    ] = "bioelectra-mini",
+    ] = DEFAULT_CKPT,
     replace_prob: Annotated[
         float, typer.Option("--replace-prob", help="Fraction of the non-special tokens the demo replaces, in (0, 1].")
     ] = 0.15,
