@@ -13,7 +13,7 @@ import math
 import re
 from pathlib import Path
 
-from campaign_common import REPO, read_json
+from campaign_common import REPO, num, read_json
 
 NAME = "bioelectra-small"
 #: ELECTRA-Small's pre-training compute (ELECTRA paper, Table 1: 1.4e18 FLOPs), the yardstick of Limitations.
@@ -108,9 +108,6 @@ def model_card(results: Path, finetune: dict, report: str, *, shipped: Path | No
     lower = build.get("do_lower_case")
     case = "uncased" if lower else "cased" if lower is not None else "-"
     twin = f"{NAME}-untrained"
-
-    def num(value, fmt: str = ",") -> str:
-        return "-" if value is None else format(value, fmt)
 
     millions = f"{total / 1e6:.1f} M" if total else "-"
     lines = ["---", "language: en", "license: other", "library_name: transformers", "pipeline_tag: token-classification",

@@ -65,6 +65,11 @@ def run(cmd: list[str], *, env: dict | None = None, stdout=None, timeout: float 
         raise SystemExit(f"error: {' '.join(str(c) for c in cmd[:4])} ... exited with {result.returncode}")
 
 
+def num(value, fmt: str = ",") -> str:
+    """``value`` formatted for a report's or a card's table, ``-`` when it is missing (``None``)."""
+    return "-" if value is None else format(value, fmt)
+
+
 def read_json(path: Path, default=None):
     return json.loads(path.read_text()) if path.is_file() else default
 

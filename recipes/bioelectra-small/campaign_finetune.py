@@ -66,6 +66,12 @@ def chosen_learning_rate(results: dict, candidates: tuple[float, ...] = LEARNING
     return best, ", ".join(f"{rate_name(r)}: dev F1 {100 * f:.2f}" for r, f in scores.items())
 
 
+def defaults_rate(args, results: dict) -> tuple[float | None, str]:
+    """The rate of the "finetune's defaults" runs, and why: ``--learning-rate`` when given, else the one the
+    ``lr-*`` runs chose (:func:`chosen_learning_rate`; ``None`` until every candidate is measured)."""
+    return (args.learning_rate, "--learning-rate") if args.learning_rate is not None else chosen_learning_rate(results)
+
+
 def finetune_queue(args) -> list[dict]:
     """The comparisons in order of priority (the first ones matter most if the budget runs out). Each run:
     ``name``, ``args`` (finetune's, or with ``probe`` the linear probe's: :data:`PROBE_SCRIPT`), ``row`` (what
@@ -143,7 +149,7 @@ def cmd_finetune_eval(args) -> None:
             continue
         if name in results and "error" not in results[name]:
             earlier = results[name].get("learning_rate")
-            rate_now = (args.learning_rate if args.learning_rate is not None else chosen_learning_rate(results)[0]) if item.get("defaults_rate") else None
+            rate_now = defaults_rate(args, results)[0] if item.get("defaults_rate") else None
             if rate_now is None or earlier is None or earlier == rate_now:
                 log(f"{name}: measured in an earlier call ({results[name]['wall_seconds']} s), kept")
                 continue
@@ -164,7 +170,7 @@ def cmd_finetune_eval(args) -> None:
             continue
         rate = item.get("learning_rate")
         if item.get("defaults_rate"):
-            rate, why = (args.learning_rate, "--learning-rate") if args.learning_rate is not None else chosen_learning_rate(results)
+            rate, why = defaults_rate(args, results)
             if rate is None:
                 results["skipped"].append(name)
                 log(f"skipped {name}: no learning rate chosen yet ({why})")

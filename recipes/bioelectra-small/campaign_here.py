@@ -22,6 +22,7 @@ from campaign_common import (  # noqa: E402
     SOURCE_ORDER,
     WHEELS,
     log,
+    num,
     read_json,
     run,
     write_json,
@@ -305,11 +306,9 @@ def _continued_rows(figures: dict, continues: list[Path], train_examples: int | 
     earlier = [(path, run_figures(path)) for path in continues]
     rows = []
     for i, (path, f) in enumerate(earlier, 1):
-        steps, examples, seconds = (f[k] for k in ("steps", "examples", "seconds"))
         rows.append((f"continued from, run {i} of {len(earlier) + 1}",
-                     f"{'-' if steps is None else format(steps, ',')} steps of batch {f['batch'] or '-'}, "
-                     f"{'-' if examples is None else format(examples, ',')} examples, "
-                     f"{'-' if seconds is None else format(seconds, ',.0f')} s on {f['device'] or '-'} ({path.name}/)"))  # fmt: skip
+                     f"{num(f['steps'])} steps of batch {num(f['batch'])}, {num(f['examples'])} examples, "
+                     f"{num(f['seconds'], ',.0f')} s on {f['device'] or '-'} ({path.name}/)"))  # fmt: skip
     runs = [f for _, f in earlier] + [figures]
 
     def total(key: str):
@@ -319,9 +318,9 @@ def _continued_rows(figures: dict, continues: list[Path], train_examples: int | 
     steps, examples, seconds, flos = (total(k) for k in ("steps", "examples", "seconds", "flos"))
     passes = f" ({examples / train_examples:.2f} passes)" if examples and train_examples else ""
     rows.append((f"in all, the {len(runs)} runs",
-                 f"{'-' if steps is None else format(steps, ',')} steps, {'-' if examples is None else format(examples, ',')} examples"
-                 f"{passes}, {'-' if seconds is None else f'{seconds:,.0f} s ({seconds / 60:.1f} min)'} of training, "
-                 f"{'-' if flos is None else format(flos, '.3g')} FLOPs (the Trainer's estimate)"))  # fmt: skip
+                 f"{num(steps)} steps, {num(examples)} examples{passes}, "
+                 f"{'-' if seconds is None else f'{seconds:,.0f} s ({seconds / 60:.1f} min)'} of training, "
+                 f"{num(flos, '.3g')} FLOPs (the Trainer's estimate)"))  # fmt: skip
     return rows
 
 
@@ -351,9 +350,6 @@ def results_report(results: Path, finetune: dict, continues: list[Path] = ()) ->
     config = read_json(results / "export" / "discriminator" / "config.json", {}) or {}
     training = [h for h in history if "loss" in h and "steps_per_second" in h]
     evals = [h for h in history if "eval_disc_auc" in h]
-
-    def num(value, fmt: str = ",") -> str:
-        return "-" if value is None else format(value, fmt)
 
     figures = run_figures(results)
     steps, batch, seen, runtime = (figures[k] for k in ("steps", "batch", "examples", "seconds"))
