@@ -14,7 +14,6 @@ Source: the original ``model/optimization.py`` (google-research/electra), ``crea
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
 import torch
@@ -136,6 +135,56 @@ def decay_parameter_groups(
     return [g for g in groups if g["params"]]
 
 
+def adamw_update_(
+    params: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    exp_avgs: list[torch.Tensor],
+    exp_avg_sqs: list[torch.Tensor],
+    *,
+    lr: float | torch.Tensor,
+    betas: tuple[float, float],
+    eps: float,
+    weight_decay: float,
+    step: int | torch.Tensor | None = None,
+) -> None:
+    """One update of the original ELECTRA AdamW, in place, with the multi-tensor ``torch._foreach_*`` kernels.
+
+    ``m = b1 m + (1 - b1) g``; ``v = b2 v + (1 - b2) g^2``; ``w = w (1 - lr wd) - lr m / (sqrt(v) + eps)``
+    (original ``model/optimization.py: AdamWeightDecayOptimizer``, no bias correction); with ``step``, Adam's
+    bias correction: ``m / (1 - b1^t)`` and ``sqrt(v / (1 - b2^t))``.
+
+    Every operation takes a Python number or a 0-d tensor on the parameters' device for ``lr`` and ``step``.
+    With tensors nothing in the update reads a value on the host: ``torch.compile`` traces it once whatever
+    the learning rate (a Python float is a guard: a recompilation at each new rate), and a CUDA graph that
+    captured it follows the tensor's value at each replay
+    (:class:`bioelectra.pretraining.step.WholeTrainingStep`).
+
+    Args:
+        params, grads, exp_avgs, exp_avg_sqs: equally long lists of tensors of matching shapes; ``params``,
+            ``exp_avgs`` and ``exp_avg_sqs`` are updated in place.
+        lr: the learning rate of this step.
+        betas: ``(beta1, beta2)``.
+        eps: added to ``sqrt(v)`` (after the bias correction of ``v``).
+        weight_decay: decoupled decay factor (0 for LayerNorm and biases).
+        step: the step count including this update (1 on the first), for the bias correction; None: none
+            (the original).
+    """
+    beta1, beta2 = betas
+    torch._foreach_lerp_(exp_avgs, grads, 1.0 - beta1)  # m = b1 m + (1 - b1) g
+    torch._foreach_mul_(exp_avg_sqs, beta2)
+    torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1.0 - beta2)  # v = b2 v + (1 - b2) g^2
+    denom = torch._foreach_sqrt(exp_avg_sqs)
+    step_size = lr
+    if step is not None:
+        torch._foreach_div_(denom, (1.0 - beta2**step) ** 0.5)  # sqrt(v / (1 - b2^t))
+        step_size = lr / (1.0 - beta1**step)  # lr / (1 - b1^t)
+    torch._foreach_add_(denom, eps)
+    if weight_decay != 0:
+        torch._foreach_mul_(params, 1.0 - lr * weight_decay)  # w -= lr * wd * w
+    torch._foreach_div_(denom, -step_size)  # (sqrt(v) + eps) / -lr
+    torch._foreach_addcdiv_(params, exp_avgs, denom)  # w -= lr * m / (sqrt(v) + eps)
+
+
 class ElectraAdamW(torch.optim.Optimizer):
     """Adam with decoupled weight decay, with the original ELECTRA's update (optionally bias-corrected).
 
@@ -210,29 +259,17 @@ class ElectraAdamW(torch.optim.Optimizer):
                 continue
             step = self.state[params[0]]["step"]
             lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
-            if group["bias_correction"]:
-                c1 = 1.0 - beta1**step
-                c2 = 1.0 - beta2**step
-                step_size = lr / c1
-                denom_scale = math.sqrt(c2)
-            else:
-                step_size, denom_scale = lr, 1.0
             if group["foreach"]:
-                torch._foreach_lerp_(exp_avgs, grads, 1.0 - beta1)  # m = b1 m + (1 - b1) g
-                torch._foreach_mul_(exp_avg_sqs, beta2)
-                torch._foreach_addcmul_(
-                    exp_avg_sqs, grads, grads, value=1.0 - beta2
-                )  # v = b2 v + (1 - b2) g^2
-                denom = torch._foreach_sqrt(exp_avg_sqs)
-                if denom_scale != 1.0:
-                    torch._foreach_div_(denom, denom_scale)
-                torch._foreach_add_(denom, eps)
-                if wd != 0:
-                    torch._foreach_mul_(params, 1.0 - lr * wd)  # w -= lr * wd * w
-                torch._foreach_addcdiv_(
-                    params, exp_avgs, denom, value=-step_size
-                )  # w -= lr * m / (sqrt(v) + eps)
+                adamw_update_(
+                    params, grads, exp_avgs, exp_avg_sqs, lr=lr, betas=(beta1, beta2), eps=eps,
+                    weight_decay=wd, step=step if group["bias_correction"] else None,
+                )  # fmt: skip
             else:
+                if group["bias_correction"]:
+                    step_size = lr / (1.0 - beta1**step)
+                    denom_scale = (1.0 - beta2**step) ** 0.5
+                else:
+                    step_size, denom_scale = lr, 1.0
                 for p, g, m, v in zip(params, grads, exp_avgs, exp_avg_sqs, strict=True):
                     m.lerp_(g, 1.0 - beta1)
                     v.mul_(beta2).addcmul_(g, g, value=1.0 - beta2)
@@ -241,3 +278,18 @@ class ElectraAdamW(torch.optim.Optimizer):
                         p.mul_(1.0 - lr * wd)
                     p.addcdiv_(m, denom, value=-step_size)
         return loss
+
+
+class UpdatedInStepAdamW(ElectraAdamW):
+    """:class:`ElectraAdamW` whose update runs inside the whole training step
+    (:class:`bioelectra.pretraining.step.WholeTrainingStep`, ``pretrain train`` with ``train_step`` ``whole`` or
+    ``captured``): its ``step()`` does nothing, since the Trainer calls it after a training step that has
+    already applied the update. Its parameter groups (the scheduler's learning rates) and its state (saved in
+    checkpoints, loaded on resume) are the ones the whole step reads and updates; a checkpoint of either class
+    resumes with the other."""
+
+    def step(self, closure=None):  # noqa: D401 - torch's signature
+        if closure is None:
+            return None
+        with torch.enable_grad():
+            return closure()

@@ -209,6 +209,31 @@ def _check_against_data(hp: PretrainingHparams, data: PretrainingData, data_dir)
         )
 
 
+def _check_train_step(hp: PretrainingHparams) -> None:
+    """``train_step`` ``whole`` / ``captured``: one process, no accumulation, and (compiled or captured) every
+    batch padded to ``max_seq_length``, one shape for the whole run.
+
+    Raises:
+        ValueError: several processes or gradient accumulation steps (the whole step neither all-reduces nor
+            accumulates gradients).
+    """
+    if hp.train_step == "trainer":
+        return
+    if world_size() > 1 or hp.gradient_accumulation_steps > 1:
+        raise ValueError(
+            f"hparam train_step={hp.train_step!r} runs on one process without gradient accumulation; this run has "
+            f"{world_size()} process(es) and gradient_accumulation_steps={hp.gradient_accumulation_steps} "
+            "(use train_step 'trainer', or a per-device batch of the whole train_batch_size)"
+        )
+    if (hp.train_step == "captured" or hp.torch_compile) and hp.pad_to_multiple_of != hp.max_seq_length:
+        logger.info(
+            "train_step=%s: every batch padded to max_seq_length=%d (pad_to_multiple_of was %d), one shape to %s",
+            hp.train_step, hp.max_seq_length, hp.pad_to_multiple_of,
+            "capture" if hp.train_step == "captured" else "compile",
+        )  # fmt: skip
+        hp.pad_to_multiple_of = hp.max_seq_length
+
+
 def prepare_pretraining(
     *,
     data_dir: str | os.PathLike,
@@ -247,6 +272,7 @@ def prepare_pretraining(
             f"({Path(data_dir) / 'build_info.json'}): examples may be longer"
         )
     _check_against_data(hp, data, data_dir)
+    _check_train_step(hp)
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     resume = _last_checkpoint(output_dir)

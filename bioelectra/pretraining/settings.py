@@ -18,6 +18,7 @@ from bioelectra.hparams import (
     classify_original_hparams,
     load_json_object,
 )
+from bioelectra.pretraining.step import TRAIN_STEP_MODES
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +89,18 @@ class PretrainingHparams:
         attn_implementation (`str`, "sdpa"): "sdpa" or "eager" attention.
         torch_compile (`bool`, False): ``torch.compile`` the model (GPU). The training step compiles as one
             graph; ``pad_to_multiple_of`` = ``max_seq_length`` gives every batch one shape, so it compiles once.
+            With ``train_step`` ``whole`` or ``captured``: the whole step's forward pass and update, each with
+            ``fullgraph=True``.
+        train_step (`str`, "trainer"): how a training step runs (:mod:`bioelectra.pretraining.step`):
+            ``trainer``, the Trainer's own (forward, ``backward``, clip and ``optimizer.step()`` one kernel at
+            a time from Python); ``whole``, the same arithmetic as one function of ours, without host
+            synchronisation (compiled with ``torch_compile``); ``captured``, the whole step recorded once as a
+            CUDA graph and replayed (on a CUDA device; elsewhere it runs as ``whole``). ``whole`` and
+            ``captured`` pad every batch to ``max_seq_length`` and need one process without gradient
+            accumulation. Not in the original.
+        compile_cache (`str`, ""): a file of ``torch.compile``'s cache artifacts: loaded before the first
+            compilation when it exists, written after the first compiled step, so a later run on the same
+            software and device compiles from it. "": none.
         pad_to_multiple_of (`int`, 0): pad batches to a multiple of this (8 suits GPUs); 0: no rounding.
         dataloader_num_workers (`int`, 0): data loading worker processes.
         report_to (`str`, "none"): the Trainer's run-log integrations: ``none``, ``tensorboard`` (event files
@@ -141,6 +154,8 @@ class PretrainingHparams:
     precision: str = "auto"
     attn_implementation: str = "sdpa"
     torch_compile: bool = False
+    train_step: str = "trainer"
+    compile_cache: str = ""
     pad_to_multiple_of: int = 0
     dataloader_num_workers: int = 0
     max_train_seconds: float = 0.0
@@ -161,6 +176,7 @@ class PretrainingHparams:
             (self.eval_steps >= 0 and self.num_eval_steps >= 1, "eval_steps/num_eval_steps", ">= 0 / >= 1"),
             (self.precision in ("auto", "bf16", "fp32"), "precision", "auto, bf16 or fp32"),
             (self.attn_implementation in ("sdpa", "eager"), "attn_implementation", "sdpa or eager"),
+            (self.train_step in TRAIN_STEP_MODES, "train_step", " or ".join(TRAIN_STEP_MODES)),
             (isinstance(self.model_hparam_overrides, dict), "model_hparam_overrides", "a JSON object"),
             (self.max_train_seconds >= 0, "max_train_seconds", ">= 0 (0: no limit)"),
             (not self.fit_schedule_to_time or self.max_train_seconds > 0, "fit_schedule_to_time",

@@ -15,9 +15,15 @@ import torch
 from transformers import ProgressCallback, Trainer, TrainerCallback, TrainingArguments
 
 from bioelectra.diagnostics import pretraining_attention_report
-from bioelectra.optimization import ElectraAdamW, decay_parameter_groups, electra_lr_scheduler
+from bioelectra.optimization import (
+    ElectraAdamW,
+    UpdatedInStepAdamW,
+    decay_parameter_groups,
+    electra_lr_scheduler,
+)
 from bioelectra.pretraining.metrics import pretraining_metrics
 from bioelectra.pretraining.settings import PretrainingHparams
+from bioelectra.pretraining.step import WholeTrainingStep, load_compile_cache, save_compile_cache
 from bioelectra.reporting import check_report_to
 from bioelectra.trainer_args import asynchronous_step_arguments
 
@@ -265,8 +271,18 @@ def make_optimizer(
 ) -> torch.optim.Optimizer:
     """ELECTRA's optimizer for ``hparams``: :class:`ElectraAdamW` (no bias correction, the original), or,
     with ``adam_bias_correction`` on a CUDA device, torch's fused ``AdamW`` (the same update with bias
-    correction and decoupled weight decay ``w *= 1 - lr * wd``)."""
+    correction and decoupled weight decay ``w *= 1 - lr * wd``). With ``train_step`` ``whole`` or ``captured``,
+    :class:`UpdatedInStepAdamW` (bias-corrected or not): the whole step applies its update."""
     betas = (hparams.adam_beta1, hparams.adam_beta2)
+    if hparams.train_step != "trainer":
+        return UpdatedInStepAdamW(
+            param_groups,
+            lr=hparams.learning_rate,
+            betas=betas,
+            eps=hparams.adam_epsilon,
+            weight_decay=hparams.weight_decay,
+            bias_correction=hparams.adam_bias_correction,
+        )
     if hparams.adam_bias_correction and cuda:
         return torch.optim.AdamW(
             param_groups,
@@ -348,6 +364,12 @@ class ElectraPretrainer(Trainer):
     count the device's work too. A ``data_wait_fraction`` well above 0 means the loader limits the run (more
     ``dataloader_num_workers``); near 0, the model's step does.
 
+    With ``hparams.train_step`` ``whole`` or ``captured`` the Trainer keeps its loop (data, callbacks, logs,
+    schedule, checkpoints, resume, evaluation, deadline) and the step is ours: :meth:`training_step` runs
+    :class:`bioelectra.pretraining.step.WholeTrainingStep` (forward, gradients, clip, update), the Trainer's own
+    clip returns that step's gradient norm, and its ``optimizer.step()`` is a no-op
+    (:class:`bioelectra.optimization.UpdatedInStepAdamW`).
+
     Args:
         hparams: resolved :class:`PretrainingHparams` (optimizer and schedule settings, eval sizes, seed).
         *args, **kwargs: ``Trainer``'s.
@@ -358,7 +380,70 @@ class ElectraPretrainer(Trainer):
         self._component_sums: dict[str, float | torch.Tensor] = {"mlm_loss": 0.0, "disc_loss": 0.0}
         self._component_count = 0
         self._window: dict[str, float] | None = None  # since the last training log: start, step, waits
+        self._whole_step: WholeTrainingStep | None = None
+        self._flops_by_shape: dict[tuple[int, ...], float] = {}
+        self._compile_cache_written = False
         super().__init__(*args, **kwargs)
+
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        """The Trainer's step, or with ``train_step`` ``whole`` / ``captured`` ours (the class docstring): the
+        loss of the step, a `()` device tensor. The first step loads ``hparams.compile_cache`` before compiling
+        and writes it after."""
+        cache = self.hparams.compile_cache if self.hparams.torch_compile and not self._compile_cache_written else ""
+        if cache:
+            load_compile_cache(cache)
+        if self.hparams.train_step == "trainer":
+            loss = super().training_step(model, inputs, num_items_in_batch)
+        else:
+            if self._whole_step is None:
+                self._whole_step = self._make_whole_step(model)
+            if not model.training:  # an evaluation left it in eval mode (captured: the mode is in the graph)
+                model.train()
+            loss = self._whole_step(self._prepare_inputs(inputs))
+        if cache:
+            save_compile_cache(cache)
+            self._compile_cache_written = True
+        return loss
+
+    def _make_whole_step(self, model) -> WholeTrainingStep:
+        """The whole step over the unwrapped model and the Trainer's optimizer (accelerate's wrappers left
+        out: their autocast converts every output to float32, the generator's logits included)."""
+        capture = self.hparams.train_step == "captured" and self.args.device.type == "cuda"
+        if self.hparams.train_step == "captured" and not capture:
+            logger.warning("train_step=captured needs a CUDA device (this is %s): running the whole step uncaptured", self.args.device)
+        unwrapped = self.accelerator.unwrap_model(model)
+        unwrapped.train()
+        return WholeTrainingStep(
+            unwrapped,
+            getattr(self.optimizer, "optimizer", self.optimizer),  # accelerate's AcceleratedOptimizer wraps ours
+            max_grad_norm=self.args.max_grad_norm,
+            bf16=bool(self.args.bf16) and self.args.device.type == "cuda",
+            compile=bool(self.hparams.torch_compile),
+            capture=capture,
+        )
+
+    def _clip_grad_norm(self, model):
+        """The Trainer's clip, or the whole step's gradient norm (it clipped already)."""
+        if self._whole_step is not None:
+            return self._whole_step.grad_norm
+        return super()._clip_grad_norm(model)
+
+    def _get_grad_norm(self, model, grad_norm=None):
+        """The Trainer's gradient norm for the logs, or the whole step's (a device tensor, read when logged)."""
+        if self._whole_step is not None:
+            return self._whole_step.grad_norm
+        return super()._get_grad_norm(model, grad_norm=grad_norm)
+
+    def floating_point_ops(self, inputs) -> float:
+        """The Trainer's FLOPs estimate of a batch (``6 x parameters x tokens``), computed once per batch shape:
+        the Trainer asks every step, and the estimate walks every parameter each time."""
+        ids = inputs.get("input_ids") if isinstance(inputs, dict) else None
+        key = tuple(ids.shape) if ids is not None else None
+        if key is None:
+            return super().floating_point_ops(inputs)
+        if key not in self._flops_by_shape:
+            self._flops_by_shape[key] = float(super().floating_point_ops(inputs))
+        return self._flops_by_shape[key]
 
     def get_batch_samples(self, epoch_iterator, num_batches, device):
         """Trainer's, timed: the host's wait for the next batches (``data_wait_fraction`` in the logs)."""
@@ -397,6 +482,10 @@ class ElectraPretrainer(Trainer):
         """Add the mean generator and discriminator losses since the last log to a training log (averaged
         over the processes, as the Trainer's ``loss``: every rank logs at the same steps), and the speed
         since then (:meth:`_log_speed`)."""
+        if "loss" in logs and self._whole_step is not None:
+            sums, count = self._whole_step.take_sums()
+            self._component_sums = {key: sums[key] for key in self._component_sums}
+            self._component_count = count
         if "loss" in logs and self._component_count:
             means = torch.stack(
                 [torch.as_tensor(total, dtype=torch.float32, device=self.args.device) for total in self._component_sums.values()]
@@ -542,7 +631,7 @@ def training_arguments(output_dir: Path, hparams: PretrainingHparams, **extra: A
         data_seed=hparams.seed,  # the sampler's order: the same on every rank, whatever their RNG streams
         bf16=_use_bf16(hparams.precision),
         use_cpu=not torch.cuda.is_available(),
-        torch_compile=hparams.torch_compile,
+        torch_compile=hparams.torch_compile and hparams.train_step == "trainer",  # else the whole step compiles
         dataloader_num_workers=hparams.dataloader_num_workers,
         # every training batch full, as the original's input_fn (drop_remainder=True): under torch.compile
         # an epoch's one short last batch is a new shape, and recompiling for it cost the first GPU run 70 s

@@ -1,0 +1,304 @@
+"""ELECTRA's whole training step as one function, compiled and captured as one CUDA graph.
+
+A pre-training step of ELECTRA-Small is some 2,300-2,800 small kernels. Launched one by one from Python (the
+Trainer's step: forward, ``backward``, ``clip_grad_norm_``, ``optimizer.step()``, the scheduler), the host is
+the limit: on an H100 the eager step ran at 12 steps/s, 1.8% of the chip (recipes/bioelectra-small/RUNBOOK.md).
+:class:`WholeTrainingStep` does the same arithmetic as one function with no host synchronisation inside:
+
+1. the forward pass (``ElectraPretrainingModel``: replaced token detection, bf16 autocast on CUDA);
+2. the gradients of the loss (``torch.autograd.grad``: they never live in ``param.grad``);
+3. the global gradient-norm clip (the formula of ``torch.nn.utils.clip_grad_norm_``, the Trainer's clip:
+   ``g *= min(1, max_norm / (norm + 1e-6))``);
+4. the optimizer's update (:func:`bioelectra.optimization.adamw_update_`, the original's AdamW) on the
+   optimizer's own state, the learning rate read from a 0-d device tensor per parameter group;
+5. the sums of ``loss``, ``mlm_loss``, ``disc_loss`` accumulated on the device, read at logging time.
+
+``compile=True`` runs the forward pass (with its backward) and the clip + update through ``torch.compile``
+with ``fullgraph=True`` (a graph break is an error, not a silent slowdown). ``capture=True`` (CUDA) records
+the whole step once as a CUDA graph (``torch.cuda.graph``) and replays it: each step is then a copy of the
+batch into static buffers, a fill of the learning rates and one graph launch. Shapes must stay the same
+(``pretrain train`` pads every batch to ``max_seq_length`` and drops an epoch's short last batch).
+
+The arithmetic equals the Trainer's step within float tolerance (the same loss, the same clip, the same
+update): ``tests/test_pretrain_step.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import torch
+
+from bioelectra.optimization import adamw_update_
+
+logger = logging.getLogger(__name__)
+
+#: The training step's modes (hparam ``train_step``): ``trainer`` is the Trainer's own step (accelerate's
+#: autocast, ``backward``, ``clip_grad_norm_``, ``optimizer.step()``); ``whole`` is :class:`WholeTrainingStep`
+#: (compiled with ``torch_compile``); ``captured`` is the whole step replayed as one CUDA graph (on CUDA; off
+#: it, ``whole``).
+TRAIN_STEP_MODES = ("trainer", "whole", "captured")
+
+#: The losses summed on the device for the logs, in this order.
+LOSS_NAMES = ("loss", "mlm_loss", "disc_loss")
+
+#: The batch keys of the masking collator, copied into the captured graph's static inputs.
+BATCH_KEYS = ("input_ids", "attention_mask", "token_type_ids", "labels")
+
+#: Eager steps run (on a side stream) before a CUDA graph is captured: allocator, cuBLAS workspaces, autograd
+#: and, with ``compile``, the compilation itself (torch's "whole network capture" recipe). Their updates are
+#: undone before the capture.
+CAPTURE_WARMUP_STEPS = 3
+
+#: ``torch.nn.utils.clip_grad_norm_``'s guard against a zero norm, so the clip equals the Trainer's.
+CLIP_EPS = 1e-6
+
+
+class WholeTrainingStep:
+    """One optimizer step of ELECTRA pre-training as one function (see the module docstring).
+
+    Args:
+        model: an ``ElectraPretrainingModel`` in training mode, on its device.
+        optimizer: an :class:`bioelectra.optimization.ElectraAdamW` over ``model``'s trainable parameters (its
+            parameter groups, learning rates and state are used as they are: checkpoints and resumes see the
+            same optimizer as the Trainer's step). Its own ``step()`` must not run as well (the Trainer's
+            optimizer is a :class:`bioelectra.optimization.UpdatedInStepAdamW`).
+        max_grad_norm: global gradient-norm clip; 0 or less: no clip (the norm is still computed and logged).
+        bf16: bf16 autocast of the forward pass (CUDA), as the Trainer's ``bf16=True``.
+        compile: ``torch.compile`` the forward pass and the update, ``fullgraph=True``.
+        capture: record the whole step as a CUDA graph at the first call and replay it (CUDA only).
+        compile_backend: ``torch.compile``'s backend (``inductor``; tests use ``aot_eager``).
+
+    Attributes:
+        grad_norm (`torch.Tensor` of shape `()`): the global gradient norm of the last step, before the clip.
+
+    Raises:
+        ValueError: ``capture`` off CUDA, or an optimizer that is not an ``ElectraAdamW``.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        *,
+        max_grad_norm: float,
+        bf16: bool,
+        compile: bool = False,
+        capture: bool = False,
+        compile_backend: str = "inductor",
+    ) -> None:
+        from bioelectra.optimization import ElectraAdamW
+
+        if not isinstance(optimizer, ElectraAdamW):
+            raise ValueError(f"WholeTrainingStep updates with ElectraAdamW's arithmetic, got {type(optimizer).__name__}")
+        self.model, self.optimizer = model, optimizer
+        self.device = next(model.parameters()).device
+        if capture and self.device.type != "cuda":
+            raise ValueError(f"capture needs a CUDA device; the model is on {self.device}")
+        self.max_grad_norm = float(max_grad_norm)
+        self.bf16, self.capture = bool(bf16), bool(capture)
+        self.compiled = bool(compile)
+        self._forward = self._forward_losses
+        self._update = self._clip_and_update
+        if compile:
+            self._forward = torch.compile(self._forward_losses, fullgraph=True, dynamic=False, backend=compile_backend)
+            self._update = torch.compile(self._clip_and_update, fullgraph=True, dynamic=False, backend=compile_backend)
+        self.sums = torch.zeros(len(LOSS_NAMES), device=self.device)  # (3,) loss, mlm_loss, disc_loss
+        self.count = 0  # steps summed in ``sums``
+        self.grad_norm = torch.zeros((), device=self.device)
+        self._bound = False
+        self._graph: torch.cuda.CUDAGraph | None = None
+        self._static: dict[str, torch.Tensor] = {}
+        self._static_loss: torch.Tensor | None = None
+
+    # -- the step's parts --------------------------------------------------------------------------------
+
+    def _forward_losses(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """`(3,)` float32 ``[loss, mlm_loss, disc_loss]`` of the batch, with the graph for the gradients."""
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=False):
+            out = self.model(**batch)
+        return torch.stack([out.loss.float(), out.mlm_loss.float(), out.disc_loss.float()])  # (3,)
+
+    def _clip_and_update(self, grads: list[torch.Tensor], losses: torch.Tensor) -> None:
+        """The global-norm clip, the AdamW update of every group at its ``lr`` tensor, the loss sums."""
+        with torch.no_grad():
+            norms = torch._foreach_norm(grads)  # [()] per parameter, fp32 as the gradients
+            grad_norm = torch.linalg.vector_norm(torch.stack(norms))  # ()
+            self.grad_norm.copy_(grad_norm)
+            if self.max_grad_norm > 0:
+                coef = torch.clamp(self.max_grad_norm / (grad_norm + CLIP_EPS), max=1.0)  # ()
+                torch._foreach_mul_(grads, coef)
+            start = 0
+            for (betas, eps, weight_decay, bias_correction), lr, steps, (params, exp_avgs, exp_avg_sqs) in zip(
+                self._constants, self._lrs, self._steps, self._groups, strict=True
+            ):
+                group_grads = grads[start : start + len(params)]
+                start += len(params)
+                torch._foreach_add_(steps, 1.0)
+                adamw_update_(
+                    params, group_grads, exp_avgs, exp_avg_sqs, lr=lr, betas=betas, eps=eps,
+                    weight_decay=weight_decay, step=steps[0] if bias_correction else None,
+                )  # fmt: skip
+            self.sums.add_(losses.detach())
+
+    def _step(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """The whole step on ``batch``; the `(3,)` losses."""
+        losses = self._forward(batch)  # (3,)
+        grads = torch.autograd.grad(losses[0], self._params, allow_unused=True, materialize_grads=True)
+        self._update(list(grads), losses)
+        return losses
+
+    # -- binding to the optimizer's state ----------------------------------------------------------------
+
+    def _bind(self) -> None:
+        """Read the parameters and the optimizer's state (creating it where a fresh optimizer has none), the
+        learning-rate tensors and per-parameter step counts (0-d float32 on the device, as torch's capturable
+        Adam keeps them). Done at the first step, after a resumed run has loaded the optimizer's state."""
+        self._params, self._groups, self._lrs, self._steps, self._constants = [], [], [], [], []
+        for group in self.optimizer.param_groups:
+            # the constants as a plain tuple: torch.compile guards on every value of a dict it reads, and the
+            # group's "lr" changes each step (a recompilation each time)
+            betas = (float(group["betas"][0]), float(group["betas"][1]))
+            self._constants.append((betas, float(group["eps"]), float(group["weight_decay"]), bool(group["bias_correction"])))
+            params = [p for p in group["params"] if p.requires_grad]
+            exp_avgs, exp_avg_sqs, steps = [], [], []
+            for p in params:
+                state = self.optimizer.state[p]
+                if not state:
+                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    state["step"] = 0
+                state["step"] = torch.as_tensor(state["step"], dtype=torch.float32).to(self.device).clone()
+                exp_avgs.append(state["exp_avg"])
+                exp_avg_sqs.append(state["exp_avg_sq"])
+                steps.append(state["step"])
+            self._params.extend(params)
+            self._groups.append((params, exp_avgs, exp_avg_sqs))
+            self._steps.append(steps)
+            self._lrs.append(torch.tensor(float(group["lr"]), dtype=torch.float32, device=self.device))
+        self._bound = True
+
+    def _set_learning_rates(self) -> None:
+        """Each group's current ``lr`` (a Python float the scheduler set) into its device tensor: a fill
+        kernel, no host synchronisation."""
+        for group, lr in zip(self.optimizer.param_groups, self._lrs, strict=True):
+            lr.fill_(float(group["lr"]))
+
+    # -- the public step ---------------------------------------------------------------------------------
+
+    def __call__(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """Train one step on ``batch`` (the collator's tensors on the model's device, `(batch_size, length)`
+        each) and return its loss, a `()` float32 device tensor (with ``capture``, a static buffer that the
+        next step overwrites: read or copy it before then).
+
+        Raises:
+            ValueError: with ``capture``, a batch whose keys, shapes or dtypes differ from the captured one's.
+        """
+        if not self._bound:
+            self._bind()
+        self._set_learning_rates()
+        self.count += 1
+        if not self.capture:
+            return self._step(batch)[0]
+        if self._graph is None:
+            return self._capture_and_run(batch)
+        for key, static in self._static.items():
+            value = batch.get(key)
+            if value is None or value.shape != static.shape or value.dtype != static.dtype:
+                raise ValueError(
+                    f"captured training step: batch {key!r} is {None if value is None else tuple(value.shape)} "
+                    f"{None if value is None else value.dtype}, the graph was captured for {tuple(static.shape)} "
+                    f"{static.dtype}; every batch must have one shape (pad to max_seq_length, drop the last short batch)"
+                )
+            static.copy_(value, non_blocking=True)
+        self._graph.replay()
+        return self._static_loss
+
+    def _capture_and_run(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """Warm up, undo the warm-up's updates, capture the step as a CUDA graph, replay it on ``batch``."""
+        self._static = {k: batch[k].clone() for k in BATCH_KEYS if k in batch}
+        snapshot = self._state_tensors()
+        saved = [t.detach().clone() for t in snapshot]
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            for _ in range(CAPTURE_WARMUP_STEPS):
+                self._step(self._static)
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        with torch.no_grad():  # the warm-up trained on the first batch: back to the state before it
+            torch._foreach_copy_(snapshot, saved)
+            self.sums.zero_()
+        del saved
+        self._graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self._graph):
+            self._static_loss = self._step(self._static)[0]
+        self._graph.replay()
+        logger.info(
+            "training step captured as one CUDA graph (%s, batch %s)",
+            "compiled" if self.compiled else "eager kernels",
+            "x".join(map(str, self._static["input_ids"].shape)),
+        )
+        return self._static_loss
+
+    def _state_tensors(self) -> list[torch.Tensor]:
+        """Every tensor a step changes: parameters, Adam moments, step counts, the loss sums, the norm."""
+        tensors = [*self._params]
+        for (_, exp_avgs, exp_avg_sqs), steps in zip(self._groups, self._steps, strict=True):
+            tensors += [*exp_avgs, *exp_avg_sqs, *steps]
+        return tensors + [self.sums, self.grad_norm]
+
+    def take_sums(self) -> tuple[dict[str, torch.Tensor], int]:
+        """The loss sums since the last call (device tensors, ``{name: ()}`` for :data:`LOSS_NAMES`) and the
+        number of steps they cover; the sums start again from 0."""
+        sums = dict(zip(LOSS_NAMES, self.sums.clone().unbind(), strict=True))
+        count, self.count = self.count, 0
+        self.sums.zero_()
+        return sums, count
+
+
+def load_compile_cache(path: str | os.PathLike | None) -> bool:
+    """Load ``torch.compile``'s cache artifacts written by :func:`save_compile_cache` (a loan of a GPU that
+    compiled before compiles from its cache: ``torch.compiler.load_cache_artifacts``). Call it before the
+    first compilation. Returns whether something was loaded; a missing file is no error (the first run), an
+    unreadable one is logged and skipped (the run compiles as without it)."""
+    if not path or not Path(path).is_file():
+        return False
+    try:
+        info = torch.compiler.load_cache_artifacts(Path(path).read_bytes())
+    except Exception as exc:  # noqa: BLE001 - a stale cache (another torch, another device) must not stop a run
+        logger.warning("compile cache %s not loaded (%s: %s): compiling from scratch", path, type(exc).__name__, exc)
+        return False
+    if info is None:  # torch logs why (a corrupt file, another version) and loads nothing
+        logger.warning("compile cache %s not loaded (unreadable artifacts): compiling from scratch", path)
+        return False
+    logger.info("compile cache loaded from %s (%s)", path, _artifact_summary(info))
+    return True
+
+
+def save_compile_cache(path: str | os.PathLike | None) -> int:
+    """Write the artifacts of every compilation of this process (``torch.compiler.save_cache_artifacts``) to
+    ``path``, atomically. Returns the bytes written (0: nothing compiled, or no path)."""
+    if not path:
+        return 0
+    saved = torch.compiler.save_cache_artifacts()
+    if saved is None:
+        return 0
+    artifacts, info = saved
+    from bioelectra.textio import atomic_open
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with atomic_open(path, "wb") as handle:
+        handle.write(artifacts)
+    logger.info("compile cache saved to %s: %d bytes (%s)", path, len(artifacts), _artifact_summary(info))
+    return len(artifacts)
+
+
+def _artifact_summary(info) -> str:
+    """``CacheInfo``'s artifact counts by kind, for the log."""
+    names = getattr(info, "artifacts", None)
+    if not isinstance(names, Mapping):
+        return "no details"
+    return ", ".join(f"{kind}: {len(items)}" for kind, items in names.items() if items) or "empty"

@@ -1,0 +1,245 @@
+"""The whole training step (``train_step`` whole / captured): the same arithmetic as the Trainer's step, one
+compiled graph per part (no graph break, no recompilation when the learning rate moves), and in ``pretrain
+train`` the same losses, checkpoints and resume as the Trainer's own step."""
+
+import json
+
+import pytest
+import torch
+from pretrain_fixture import make_data_dir, tiny_hparams
+from transformers import TrainerCallback
+
+from bioelectra.configuration import ElectraPretrainingConfig
+from bioelectra.masking import ElectraMaskingCollator, max_predictions_per_seq
+from bioelectra.modeling import ElectraPretrainingModel
+from bioelectra.optimization import (
+    ElectraAdamW,
+    UpdatedInStepAdamW,
+    adamw_update_,
+    decay_parameter_groups,
+    electra_lr_scheduler,
+)
+from bioelectra.pretraining.jobs import prepare_pretraining, run_pretraining
+from bioelectra.pretraining.settings import resolve_hparams
+from bioelectra.pretraining.step import WholeTrainingStep, load_compile_cache, save_compile_cache
+
+SEQ = 32
+
+
+def _config() -> ElectraPretrainingConfig:
+    config = ElectraPretrainingConfig.from_size(
+        "small",
+        vocab_size=100,
+        model_overrides=dict(
+            hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64
+        ),
+    )
+    config.max_predictions_per_seq = max_predictions_per_seq(config.mask_prob, SEQ)
+    config._attn_implementation = "sdpa"
+    return config
+
+
+def _batches(n: int = 3, batch: int = 8) -> list[dict]:
+    """Padded, masked batches of one shape (8 x 32), rows of 10-29 tokens."""
+    gen = torch.Generator().manual_seed(0)
+    collator = ElectraMaskingCollator(
+        pad_token_id=0, cls_token_id=2, sep_token_id=3, mask_token_id=4, mask_prob=0.15, max_seq_length=SEQ,
+        pad_to_multiple_of=SEQ, generator=gen,
+    )  # fmt: skip
+    lengths = torch.randint(10, 30, (n, batch), generator=gen)
+    return [
+        collator([{"input_ids": [2, *torch.randint(5, 100, (int(k),), generator=gen).tolist(), 3]} for k in row])
+        for row in lengths
+    ]
+
+
+def _train(mode: str, steps: int = 5, *, backend: str = "aot_eager", bias_correction: bool = False):
+    """``steps`` steps of a tiny model: ``trainer`` (forward, backward, clip_grad_norm_, ElectraAdamW, the
+    schedule: the Trainer's order) or the whole step (``whole``, ``compiled``). Returns losses, model, step."""
+    torch.manual_seed(0)
+    model = ElectraPretrainingModel(_config()).train()
+    optimizer_class = ElectraAdamW if mode == "trainer" else UpdatedInStepAdamW
+    optimizer = optimizer_class(
+        decay_parameter_groups(model, weight_decay=0.01), lr=1e-3, weight_decay=0.01, bias_correction=bias_correction
+    )
+    scheduler = electra_lr_scheduler(optimizer, warmup_steps=3, num_train_steps=50)  # the rate moves every step
+    whole = None
+    if mode != "trainer":
+        whole = WholeTrainingStep(
+            model, optimizer, max_grad_norm=1.0, bf16=False, compile=mode == "compiled", compile_backend=backend
+        )
+    batches, losses = _batches(), []
+    for i in range(steps):
+        batch = batches[i % len(batches)]
+        if whole is None:
+            loss = model(**batch).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+        else:
+            loss = whole(batch)
+            optimizer.step()  # the Trainer still calls it: a no-op
+        scheduler.step()
+        losses.append(float(loss.detach()))
+    return losses, model, whole
+
+
+def test_whole_step_equals_the_trainers_step():
+    """Same forward, gradients, clip and update, in the same order: the same losses and weights."""
+    ref_losses, ref_model, _ = _train("trainer")
+    losses, model, whole = _train("whole")
+    assert losses == pytest.approx(ref_losses, rel=1e-6)
+    for (name, p), q in zip(model.named_parameters(), ref_model.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6, msg=name)
+    sums, count = whole.take_sums()
+    assert count == 5 and float(sums["loss"]) == pytest.approx(sum(losses), rel=1e-6)
+    assert float(sums["loss"]) == pytest.approx(float(sums["mlm_loss"]) + 50.0 * float(sums["disc_loss"]), rel=1e-5)
+    assert whole.take_sums()[1] == 0 and float(whole.sums.abs().sum()) == 0.0
+
+
+def test_whole_step_with_bias_correction_equals_the_eager_optimizer():
+    ref_losses, ref_model, _ = _train("trainer", 4, bias_correction=True)
+    losses, model, _ = _train("whole", 4, bias_correction=True)
+    assert losses == pytest.approx(ref_losses, rel=1e-6)
+    for p, q in zip(model.parameters(), ref_model.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+def test_compiled_whole_step_is_one_graph_per_part_and_matches_eager():
+    """fullgraph=True: a graph break fails the compilation; error_on_recompile: the learning rate, which moves
+    every step (warmup), is a tensor, not a guard. aot_eager keeps eager kernels: the same random numbers."""
+    torch._dynamo.reset()
+    eager, eager_model, _ = _train("whole")
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        compiled, model, _ = _train("compiled")
+    assert compiled == pytest.approx(eager, rel=1e-5)
+    for p, q in zip(model.parameters(), eager_model.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-6)
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("lr", [3e-4, "tensor"])
+def test_adamw_update_is_the_originals_per_parameter_update(lr):
+    """The multi-tensor update (a float or a 0-d tensor learning rate) against ElectraAdamW's per-parameter
+    loop, the original's arithmetic written out."""
+    torch.manual_seed(1)
+    params = [torch.randn(5, 3), torch.randn(7)]
+    grads = [torch.randn_like(p) for p in params]
+    m = [torch.randn_like(p) * 0.1 for p in params]
+    v = [torch.rand_like(p) * 0.01 for p in params]
+    expected = [p.clone() for p in params]
+    loop = ElectraAdamW([{"params": [torch.nn.Parameter(p) for p in expected], "weight_decay": 0.01}], lr=3e-4, foreach=False)
+    for p, g, mm, vv in zip(loop.param_groups[0]["params"], grads, m, v, strict=True):
+        p.grad = g.clone()
+        loop.state[p] = {"step": 0, "exp_avg": mm.clone(), "exp_avg_sq": vv.clone()}
+    loop.step()
+    rate = torch.tensor(3e-4) if lr == "tensor" else lr
+    adamw_update_(params, grads, m, v, lr=rate, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01)
+    for p, q in zip(params, loop.param_groups[0]["params"], strict=True):
+        torch.testing.assert_close(p, q.detach(), rtol=1e-6, atol=1e-7)
+
+
+def test_capture_needs_cuda_and_the_step_needs_electras_optimizer():
+    model = ElectraPretrainingModel(_config())
+    with pytest.raises(ValueError, match="capture needs a CUDA device"):
+        WholeTrainingStep(model, UpdatedInStepAdamW(model.parameters()), max_grad_norm=1.0, bf16=False, capture=True)
+    with pytest.raises(ValueError, match="ElectraAdamW"):
+        WholeTrainingStep(model, torch.optim.SGD(model.parameters(), lr=0.1), max_grad_norm=1.0, bf16=False)
+
+
+def test_updated_in_step_optimizer_does_nothing_itself():
+    p = torch.nn.Parameter(torch.ones(3))
+    p.grad = torch.ones(3)
+    UpdatedInStepAdamW([p], lr=0.1).step()
+    assert torch.equal(p.detach(), torch.ones(3))
+
+
+# --- pretrain train -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return make_data_dir(tmp_path_factory.mktemp("step-data") / "data")
+
+
+def _losses(out, step):
+    state = json.loads((out / f"checkpoint-{step}" / "trainer_state.json").read_text())
+    return {h["step"]: h for h in state["log_history"] if "loss" in h}
+
+
+def test_pretrain_train_with_the_whole_step_logs_the_trainers_losses(data_dir, tmp_path):
+    """``train_step: whole`` through the Trainer: the same logged losses, parts, gradient norms and learning
+    rates as the Trainer's own step (same seed, data and masking), the same checkpoints."""
+    base = dict(max_steps=4, save_steps=2, logging_steps=1, attn_implementation="sdpa")
+    run_pretraining(data_dir=data_dir, output_dir=tmp_path / "trainer", hparams=tiny_hparams(**base))
+    run_pretraining(data_dir=data_dir, output_dir=tmp_path / "whole", hparams=tiny_hparams(**base, train_step="whole"))
+    ref, got = _losses(tmp_path / "trainer", 4), _losses(tmp_path / "whole", 4)
+    assert sorted(got) == sorted(ref) == [1, 2, 3, 4]
+    for step in ref:
+        for key in ("loss", "mlm_loss", "disc_loss", "grad_norm", "learning_rate"):
+            assert got[step][key] == pytest.approx(ref[step][key], rel=1e-4), (step, key)
+    assert sorted(p.name for p in (tmp_path / "whole").glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
+    state = torch.load(tmp_path / "whole" / "checkpoint-4" / "optimizer.pt", weights_only=False)["state"]
+    assert {float(s["step"]) for s in state.values()} == {4.0}  # the update counts, saved with the moments
+
+
+class _Crash(TrainerCallback):
+    """A killed run: raise after ``at`` optimizer steps."""
+
+    def __init__(self, at: int):
+        self.at = at
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.at:
+            raise KeyboardInterrupt("simulated kill")
+
+
+def test_pretrain_train_whole_step_resumes(data_dir, tmp_path):
+    """A run of the whole step killed after its checkpoint at step 2 resumes to the same step-4 loss as a run
+    that was never stopped (its optimizer state, step counts included, restored from the checkpoint)."""
+    hp = tiny_hparams(max_steps=4, save_steps=2, logging_steps=1, train_step="whole")
+    run_pretraining(data_dir=data_dir, output_dir=tmp_path / "straight", hparams=hp)
+    with pytest.raises(KeyboardInterrupt):
+        run_pretraining(data_dir=data_dir, output_dir=tmp_path / "resumed", hparams=hp, callbacks=[_Crash(3)])
+    assert sorted(p.name for p in (tmp_path / "resumed").glob("checkpoint-*")) == ["checkpoint-2"]
+    summary = run_pretraining(data_dir=data_dir, output_dir=tmp_path / "resumed", hparams=hp)
+    assert summary["global_step"] == 4
+    # resumed: data order and the step-2 state restored; the random masking stream differs slightly
+    straight, resumed = _losses(tmp_path / "straight", 4), _losses(tmp_path / "resumed", 4)
+    assert resumed[4]["learning_rate"] == pytest.approx(straight[4]["learning_rate"], rel=1e-9)
+    assert resumed[4]["loss"] == pytest.approx(straight[4]["loss"], rel=0.05)
+
+
+def test_whole_step_refuses_accumulation_and_pads_to_one_shape(data_dir, tmp_path):
+    with pytest.raises(ValueError, match="train_step='whole' runs on one process without gradient accumulation"):
+        prepare_pretraining(
+            data_dir=data_dir, output_dir=tmp_path / "a",
+            hparams=tiny_hparams(train_step="whole", gradient_accumulation_steps=2, per_device_train_batch_size=4),
+        )  # fmt: skip
+    trainer, _ = prepare_pretraining(
+        data_dir=data_dir, output_dir=tmp_path / "b", hparams=tiny_hparams(train_step="captured")
+    )
+    assert trainer.data_collator.pad_to_multiple_of == 32
+    assert {tuple(b["input_ids"].shape) for b in trainer.get_train_dataloader()} == {(8, 32)}
+    assert trainer.args.torch_compile is False  # the whole step compiles itself, not the Trainer's model
+    with pytest.raises(ValueError, match=r"train_step='fused'.*trainer or whole or captured"):
+        resolve_hparams("small", {"train_step": "fused"})
+
+
+def test_compile_cache_round_trip(tmp_path, caplog):
+    """save_compile_cache writes torch.compile's artifacts atomically; load_compile_cache reads them back, skips
+    a missing file silently and an unreadable one with a warning (the run then compiles from scratch)."""
+    torch._dynamo.reset()
+    fn = torch.compile(lambda x: torch.sin(x) * 2 + 1, fullgraph=True)
+    fn(torch.ones(4))
+    path = tmp_path / "cache" / "compile-cache.bin"
+    assert save_compile_cache(path) > 0 and path.stat().st_size > 0
+    assert not list(path.parent.glob(".*.tmp"))
+    assert load_compile_cache(path) is True
+    assert load_compile_cache(tmp_path / "missing.bin") is False
+    (tmp_path / "bad.bin").write_bytes(b"not a cache")
+    with caplog.at_level("WARNING"):
+        assert load_compile_cache(tmp_path / "bad.bin") is False
+    assert "not loaded" in caplog.text
+    torch._dynamo.reset()
