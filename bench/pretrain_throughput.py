@@ -10,6 +10,20 @@ batches:
 
 ``speedup`` is optimized steps/s over naive steps/s. No timed asserts: this prints figures.
 
+``--whole-loops`` adds loops of the whole training step (:mod:`bioelectra.pretraining.step`, ``pretrain train``'s
+``train_step`` ``whole`` / ``captured``: forward, gradients, clip and the original's update as one function, the
+learning rate a device tensor), each case's entry under its name with ``speedup`` over the naive loop:
+
+- ``whole``: the whole step, eager kernels (the CPU's dry run of the others);
+- ``whole_compiled``: its forward and update through ``torch.compile(fullgraph=True)``;
+- ``captured``: the whole step of eager kernels recorded once as a CUDA graph and replayed (CUDA);
+- ``compiled_captured``: compiled, then captured (CUDA).
+
+Off CUDA a captured loop runs uncaptured and says so (``captured: false``). ``--compile-cache FILE`` loads
+``torch.compile``'s cache artifacts from FILE before the first compilation (when it exists) and writes them there
+at the end, so a later run compiles from them: ``compile_cache`` in the report says which happened, and each
+loop's ``warmup_seconds`` is its time to the first fast step (compilation and capture included).
+
 Targets on one H100 (issues 3 and 14, :data:`TARGETS`): ELECTRA-Small (batch 128, seq 128) >= 35 steps/s;
 ELECTRA-Base (seq 128) >= 3,000 sequences/s; ELECTRA-Base (seq 512) >= 550 sequences/s. ``--markdown
 REPORT.json`` prints a report written earlier as the README's table (``bench/pretrain_report.py``).
@@ -57,7 +71,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bioelectra.configuration import ElectraPretrainingConfig  # noqa: E402
 from bioelectra.masking import ElectraMaskingCollator, max_predictions_per_seq  # noqa: E402
 from bioelectra.modeling import ElectraPretrainingModel  # noqa: E402
-from bioelectra.optimization import ElectraAdamW, decay_parameter_groups, electra_lr_scheduler  # noqa: E402
+from bioelectra.optimization import (  # noqa: E402
+    ElectraAdamW,
+    UpdatedInStepAdamW,
+    decay_parameter_groups,
+    electra_lr_scheduler,
+)
+from bioelectra.pretraining.step import WholeTrainingStep, load_compile_cache, save_compile_cache  # noqa: E402
 from bioelectra.textio import atomic_write_text  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -68,6 +88,13 @@ PEAK_BF16_FLOPS = {"H200": 989.4e12, "H100": 989.4e12, "A100": 312e12, "L40S": 3
 BIO_ELECTRA_VOCAB_SIZE = 31620
 SPECIAL = {"pad_token_id": 0, "cls_token_id": 2, "sep_token_id": 3, "mask_token_id": 4}
 DEFAULT_BATCH = {"small": 128, "base": 128, "large": 32}  # when a case gives no batch size
+#: ``--whole-loops`` names -> (``run_loop``'s ``whole``, ``compile_model``).
+WHOLE_LOOPS = {
+    "whole": ("whole", False),
+    "whole_compiled": ("whole", True),
+    "captured": ("captured", False),
+    "compiled_captured": ("captured", True),
+}
 
 
 def encoder_flops_per_token(cfg, seq_len: int) -> float:
@@ -181,7 +208,8 @@ def host_syncs(step_fn, steps: int, device: torch.device, top: int = 8) -> dict:
     """How often ``steps`` calls of ``step_fn`` make the host wait for the device (CUDA only), counted with
     ``torch.cuda.set_sync_debug_mode("warn")``: each synchronising call (``.item()``, a tensor in an ``if``,
     boolean indexing, a blocking copy) raises a warning that names the Python line that made it. A known
-    synchronisation (one ``.item()``) is counted first, so a count of 0 means none, not a silent counter.
+    synchronisation (one ``.item()``) is counted first, so a count of 0 means none, not a silent counter; the
+    warning that the mode itself gives when enabled is cleared before it.
     torch says the mode does not see every kind of synchronisation (torch.distributed, torch.sparse)."""
     import warnings
     from collections import Counter
@@ -192,6 +220,7 @@ def host_syncs(step_fn, steps: int, device: torch.device, top: int = 8) -> dict:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         torch.cuda.set_sync_debug_mode("warn")
+        caught.clear()  # enabling the mode warns once that it is on: not a synchronisation
         try:
             torch.ones((), device=device).item()  # the calibration: exactly one synchronisation
             calibration = sum("synchroniz" in str(w.message) for w in caught)
@@ -259,27 +288,43 @@ def run_loop(
     seed: int,
     profile: int = 0,
     matmul_flops: float | None = None,
+    whole: str | None = None,
+    losses: list[float] | None = None,
 ) -> dict:
     """Train ``steps`` timed steps (after ``warmup`` untimed ones); return the figures (and, with
-    ``profile`` > 0, :func:`profile_steps` over that many more steps)."""
+    ``profile`` > 0, :func:`profile_steps` over that many more steps). ``whole`` (``"whole"`` or ``"captured"``,
+    with ``optimized``): the whole training step (:class:`WholeTrainingStep`), compiled with ``compile_model``,
+    captured as a CUDA graph with ``"captured"`` on CUDA. ``losses``: a list that gets each timed step's loss (read
+    on the host every step: for :func:`loss_check`, not for timing)."""
     torch.manual_seed(seed)
     config = ElectraPretrainingConfig.from_dict(config.to_dict())
     config._attn_implementation = "sdpa" if optimized else "eager"
     model = ElectraPretrainingModel(config).to(device).train()
     groups = decay_parameter_groups(model, weight_decay=0.01)
-    if optimized and fused_adamw and device.type == "cuda":  # bias-corrected: not the original's update
+    use_bf16 = optimized and device.type == "cuda" and torch.cuda.is_bf16_supported()
+    whole_step = None
+    if whole is not None:
+        optimizer = UpdatedInStepAdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01)
+        whole_step = WholeTrainingStep(
+            model, optimizer, max_grad_norm=1.0, bf16=use_bf16, compile=compile_model,
+            capture=whole == "captured" and device.type == "cuda",
+        )  # fmt: skip
+    elif optimized and fused_adamw and device.type == "cuda":  # bias-corrected: not the original's update
         optimizer = torch.optim.AdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01, fused=True)
     else:
         optimizer = ElectraAdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01, foreach=optimized)
     scheduler = electra_lr_scheduler(optimizer, warmup_steps=10, num_train_steps=10_000)
-    forward = torch.compile(model) if (optimized and compile_model) else model
-    use_bf16 = optimized and device.type == "cuda" and torch.cuda.is_bf16_supported()
+    forward = torch.compile(model) if (optimized and compile_model and whole is None) else model
     batches = [{k: v.to(device, non_blocking=True) for k, v in b.items()} for b in batches]
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
 
     def step(i: int) -> torch.Tensor:
         batch = batches[i % len(batches)]
+        if whole_step is not None:  # forward, gradients, clip, update: one function (one graph replay)
+            loss = whole_step(batch)
+            scheduler.step()
+            return loss
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16):
             loss = forward(**batch).loss
         loss.backward()
@@ -298,6 +343,8 @@ def run_loop(
     start = time.perf_counter()
     for i in range(steps):
         loss = step(warmup + i)
+        if losses is not None:
+            losses.append(float(loss.detach()))
     loss_value = float(loss.detach())
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -316,6 +363,9 @@ def run_loop(
         "compiled": bool(optimized and compile_model),
         "optimizer": type(optimizer).__name__,
     }
+    if whole is not None:
+        result["whole_step"] = True
+        result["captured"] = whole_step.capture
     if device.type == "cuda":
         result["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated(device))
     else:  # process-wide peak resident set (ru_maxrss is KiB on Linux): includes earlier cases
@@ -338,6 +388,33 @@ def run_loop(
     if optimized and device.type == "cuda":
         result["host_syncs"] = guarded(host_syncs, lambda i: step(warmup + steps + profile + i), 3, device)
     return result
+
+
+def loss_check(config: ElectraPretrainingConfig, batches: list[dict], *, device: torch.device, steps: int, seed: int) -> dict:
+    """The eager step (the Trainer's arithmetic, one kernel at a time) against the captured whole step (eager
+    kernels in one CUDA graph; uncaptured off CUDA) over ``steps`` steps from the same initial weights on the
+    same batches: each step's loss, the largest relative difference, and the peak device memory of each.
+    The random streams differ (the capture's warm-up draws numbers; graph replays draw their own), so the
+    losses agree as two runs of one computation do, not bit for bit."""
+    curves: dict[str, list[float]] = {"eager": [], "captured": []}
+    runs = {}
+    for name, whole in (("eager", None), ("captured", "captured")):
+        runs[name] = run_loop(
+            config, batches, device=device, optimized=True, compile_model=False, steps=steps, warmup=0, seed=seed,
+            whole=whole, losses=curves[name],
+        )  # fmt: skip
+    diffs = [abs(a - b) / max(abs(a), 1e-9) for a, b in zip(curves["eager"], curves["captured"], strict=True)]
+    memory = {name: run.get("peak_memory_bytes") for name, run in runs.items()}
+    return {
+        "steps": steps,
+        "losses": {name: [round(v, 5) for v in curve] for name, curve in curves.items()},
+        "max_relative_difference": round(max(diffs), 5),
+        "mean_relative_difference": round(sum(diffs) / len(diffs), 5),
+        "last_10_mean": {name: round(sum(curve[-10:]) / len(curve[-10:]), 5) for name, curve in curves.items()},
+        "captured": runs["captured"].get("captured"),
+        "peak_memory_bytes": memory,
+        "peak_memory_ratio": round(memory["captured"] / memory["eager"], 3) if memory["eager"] else None,
+    }
 
 
 def guarded(fn, *args, **kwargs) -> dict:
@@ -404,6 +481,12 @@ def main(argv: list[str] | None = None) -> dict:
         help="CUDA: torch's fused AdamW (with bias correction) instead of ELECTRA's foreach AdamW",
     )
     parser.add_argument("--no-baseline", action="store_true", help="skip the naive fp32 eager loop")
+    parser.add_argument("--whole-loops", default="", metavar="LOOPS",
+                        help=f"comma-separated loops of the whole training step after the others: {', '.join(WHOLE_LOOPS)}")
+    parser.add_argument("--loss-check", type=int, default=0, metavar="STEPS",
+                        help="per case, the eager and the captured step's losses over STEPS steps (loss_check)")
+    parser.add_argument("--compile-cache", type=Path, default=None, metavar="FILE",
+                        help="torch.compile's cache artifacts: loaded first when FILE exists, written at the end")
     parser.add_argument("--vocab-size", type=int, default=BIO_ELECTRA_VOCAB_SIZE)
     parser.add_argument(
         "--layers", type=int, default=None, help="override the discriminator's layers (CPU smoke)"
@@ -415,6 +498,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--markdown", type=Path, nargs="+", default=None, metavar="REPORT.json",
                         help="print a written report (and a --compile one of the same cases) as Markdown; runs nothing")  # fmt: skip
     args = parser.parse_args(argv)
+    whole_loops = [name for name in args.whole_loops.split(",") if name]
+    unknown = sorted(set(whole_loops) - set(WHOLE_LOOPS))
+    if unknown:
+        parser.error(f"--whole-loops: unknown {', '.join(unknown)}; expected some of {', '.join(WHOLE_LOOPS)}")
     if args.markdown:
         reports = [read_report(p) for p in args.markdown]
         print(markdown(reports[0], reports[1] if len(reports) > 1 else None), end="")
@@ -432,6 +519,8 @@ def main(argv: list[str] | None = None) -> dict:
         "threads": torch.get_num_threads(),
         "cases": [],
     }
+    if args.compile_cache is not None:
+        report["compile_cache"] = {"file": str(args.compile_cache), "loaded": load_compile_cache(args.compile_cache)}
     matmul_flops = None
     if args.matmul and device.type == "cuda":
         rate = guarded(lambda: {"flops": measured_matmul_flops(device)})
@@ -483,10 +572,28 @@ def main(argv: list[str] | None = None) -> dict:
             if "error" not in entry["optimized"] and "error" not in entry["naive"]:
                 ratio = entry["optimized"]["steps_per_second"] / entry["naive"]["steps_per_second"]
                 entry["speedup"] = round(ratio, 3)
+        for name in whole_loops:
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+            mode, compiled = WHOLE_LOOPS[name]
+            loop = guarded(
+                run_loop, config, batches, optimized=True, whole=mode, profile=args.profile, matmul_flops=matmul_flops,
+                **{**common, "compile_model": compiled},
+            )  # fmt: skip
+            naive = entry.get("naive", {})
+            if "error" not in loop and naive and "error" not in naive:
+                loop["speedup"] = round(loop["steps_per_second"] / naive["steps_per_second"], 3)
+            entry[name] = loop
+        if args.loss_check > 0:
+            entry["loss_check"] = guarded(
+                loss_check, config, batches, device=device, steps=args.loss_check, seed=args.seed
+            )
         report["cases"].append(entry)
         print(json.dumps(entry), file=sys.stderr, flush=True)
         if args.output is not None:
             write_report(report, args.output)
+    if args.compile_cache is not None:
+        report["compile_cache"]["written_bytes"] = guarded(lambda: {"bytes": save_compile_cache(args.compile_cache)})
     print(json.dumps(report, indent=2))
     if args.output is not None:
         write_report(report, args.output)

@@ -778,3 +778,74 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     assert run_hp["fit_schedule_to_time"] is True and run_hp["max_train_seconds"] == 12.0
     final = json.loads(sorted((work2 / "run").glob("checkpoint-*/trainer_state.json"))[-1].read_text())
     assert 1 <= final["global_step"] < load_campaign().FITTED_MAX_STEPS  # stopped by its time, saved
+
+
+def test_a_failed_whole_step_run_goes_on_with_the_trainers_step(tmp_path):
+    """A run of the captured step that fails is run again with the Trainer's step, compiled as it was (the
+    path the GPU runs before it trained on), for the time left; once only."""
+    c = load_campaign()
+    hp_file = tmp_path / "train-hparams.json"
+    now, calls = {"t": 0.0}, []
+
+    def run(cmd):
+        calls.append(json.loads(hp_file.read_text()))
+        now["t"] += 100.0
+        return 1 if len(calls) == 1 else 0
+
+    hp_file.write_text(json.dumps({"train_step": "captured", "torch_compile": True, "max_train_seconds": 420.0}))
+    record = c.supervise(["pretrain"], tmp_path, call=run, clock=lambda: now["t"])
+    assert record["returncode"] == 0 and record["whole_step_returncode"] == 1 and record["fallback"] == "trainer"
+    assert calls[1]["train_step"] == "trainer" and calls[1]["torch_compile"] is True
+    assert calls[1]["max_train_seconds"] == 320.0 and len(calls) == 2
+
+
+def test_step_train_speed_leaves_out_the_first_window_and_compares_with_the_bench():
+    c = load_campaign()
+    history = [{"step": 1, "loss": 9.0, "steps_per_second": 0.02},  # compilation and capture
+               {"step": 200, "loss": 8.0, "steps_per_second": 90.0, "data_wait_fraction": 0.01},
+               {"eval_loss": 1.0, "step": 200},
+               {"step": 400, "loss": 7.0, "steps_per_second": 95.0},
+               {"step": 600, "loss": 6.0, "steps_per_second": 85.0}]  # fmt: skip
+    speed = c.train_speed(history, 100.0)
+    assert speed["median_steps_per_second"] == 90.0 and speed["fraction_of_bench"] == 0.9
+    assert [w["step"] for w in speed["windows"]] == [1, 200, 400, 600]
+    assert c.train_speed([], None)["median_steps_per_second"] is None
+
+
+def test_step_bench_dry_run_on_cpu(tmp_path):
+    """step-bench's parts on the CPU with tiny cases, a built data folder standing in for `data`: the eager bench
+    (naive, eager, captured loops), the loss check, then a short `pretrain train` of the captured step (running
+    uncaptured here), each report under $OUT; a part that no longer fits the budget is skipped and said so.
+    The compiled part is left out here (an inductor compilation takes about a minute on this CPU)."""
+    from pretrain_fixture import make_data_dir
+
+    hparams = tmp_path / "tiny.json"
+    hparams.write_text(json.dumps(TINY))
+    work, out = tmp_path / "work", tmp_path / "OUT"
+    make_data_dir(work / "data")
+    case = f"{hparams}:32:4"
+    campaign("step-bench", "--work", work, "--out", out, "--hparams", hparams, "--only", "eager", "loss", "train",
+             "--cases-eager", case, "--cases-loss", case, "--loss-steps", "3", "--steps", "2", "--warmup", "1",
+             "--profile", "0", "--train-minutes", "1.5", "--set", "max_steps", "4", "--logging-steps", "1")  # fmt: skip
+    record = json.loads((out / "step-bench.json").read_text())
+    assert [record["parts"][p]["status"] for p in ("eager", "loss", "train")] == ["done"] * 3
+    assert "compiled" not in record["parts"]
+    eager = json.loads((out / "step-bench-eager.json").read_text())["cases"][0]
+    assert eager["captured"]["whole_step"] and eager["captured"]["captured"] is False  # no CUDA here
+    assert eager["captured"]["speedup"] > 0 and eager["optimized"]["steps_per_second"] > 0
+    check = json.loads((out / "step-bench-loss.json").read_text())["cases"][0]["loss_check"]
+    assert len(check["losses"]["eager"]) == len(check["losses"]["captured"]) == 3
+    assert check["max_relative_difference"] < 1e-5  # uncaptured on the CPU: the same random stream
+    train = json.loads((out / "step-train.json").read_text())
+    assert train["train_step"] == "captured" and train["done"]["returncode"] == 0
+    assert train["compiled"] is False and "no captured figure" in train["why"]
+    assert [w["step"] for w in train["windows"]] == [1, 2, 3, 4] and train["median_steps_per_second"] > 0
+    assert train["bench_best_steps_per_second"] == max(
+        eager[k]["steps_per_second"] for k in ("optimized", "captured")
+    )  # the recipe's case is the tiny hparams file here
+    run_hp = json.loads((work / "run" / "hparams.json").read_text())
+    assert run_hp["train_step"] == "captured" and run_hp["pad_to_multiple_of"] == 32
+    # a budget too small for any part: each is skipped and said so, nothing runs
+    campaign("step-bench", "--work", work, "--out", tmp_path / "OUT2", "--hparams", hparams, "--budget-seconds", "10")
+    skipped = json.loads((tmp_path / "OUT2" / "step-bench.json").read_text())["parts"]
+    assert {p["status"] for p in skipped.values()} == {"skipped"} and len(skipped) == 4

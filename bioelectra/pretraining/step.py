@@ -117,9 +117,13 @@ class WholeTrainingStep:
     # -- the step's parts --------------------------------------------------------------------------------
 
     def _forward_losses(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
-        """`(3,)` float32 ``[loss, mlm_loss, disc_loss]`` of the batch, with the graph for the gradients."""
+        """`(3,)` float32 ``[loss, mlm_loss, disc_loss]`` of the batch, with the graph for the gradients.
+
+        The class's ``forward``: accelerate's mixed precision replaces the instance's ``forward`` with one that
+        converts every output to float32 (the generator's logits too, hundreds of MB a step at batch 128).
+        Autocast without its cast cache, which CUDA graph capture does not allow."""
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=False):
-            out = self.model(**batch)
+            out = type(self.model).forward(self.model, **batch)
         return torch.stack([out.loss.float(), out.mlm_loss.float(), out.disc_loss.float()])  # (3,)
 
     def _clip_and_update(self, grads: list[torch.Tensor], losses: torch.Tensor) -> None:
@@ -233,7 +237,8 @@ class WholeTrainingStep:
             self.sums.zero_()
         del saved
         self._graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self._graph):
+        # thread_local: the data loader's pin-memory thread may allocate pinned memory during the capture
+        with torch.cuda.graph(self._graph, capture_error_mode="thread_local"):
             self._static_loss = self._step(self._static)[0]
         self._graph.replay()
         logger.info(

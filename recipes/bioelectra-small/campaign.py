@@ -13,6 +13,10 @@ Stages (each ``python recipes/bioelectra-small/campaign.py STAGE ...``):
   each beside the naive fp32 eager loop, each profiled: ``$OUT/bench.json``; with
   ``--compile``, the recipe's model (or ``--cases``) under ``torch.compile``, added to
   ``$OUT/bench-compiled.json``.
+- ``step-bench`` (device): the whole training step (``train_step`` ``captured``) measured in one call, its parts
+  in order of priority within ``--budget-seconds``: benches eager and compiled (each case's naive, eager and
+  captured loops), the captured step's losses against the eager step's, and a short ``pretrain train`` of the
+  recipe with it (``campaign_step.py``).
 - ``data`` (device): ``pretrain build-data`` over the unpacked text on every core.
 - ``train`` (device): launch ``pretrain train`` in the background (a new session, so it outlives the call)
   for ``--minutes`` of training: its schedule fitted to them as it goes (``fit_schedule_to_time``: the run
@@ -89,9 +93,12 @@ from campaign_here import (  # noqa: E402, F401
     travelling_bytes,
     xz_compress,
 )  # fmt: skip
+from campaign_step import add_arguments as step_bench_arguments  # noqa: E402
+from campaign_step import cmd_step_bench, train_speed  # noqa: E402, F401
 from campaign_train import (  # noqa: E402, F401
     FALLBACK_MIN_SECONDS,
     FITTED_MAX_STEPS,
+    cmd_data,
     cmd_poll,
     cmd_supervise,
     cmd_train,
@@ -273,22 +280,6 @@ def cmd_bench(args) -> None:
         raise SystemExit(f"error: eager bench failed: {failure} (the cases it finished are in {args.out / name})")
 
 
-def cmd_data(args) -> None:
-    use_site(args.work)
-    corpus, data = args.work / "corpus", args.work / "data"
-    if (data / "build_info.json").is_file():
-        log(f"{data} exists: reused")
-        return
-    procs = args.num_processes or max(1, (os.cpu_count() or 2) - 1)
-    run([sys.executable, REPO / "pretrain.py", "build-data", "--corpus-dir", corpus, "--output-dir", data,
-         "--vocab-file", args.work / "vocab" / "vocab.txt", "--do-lower-case", "--max-seq-length",
-         str(args.max_seq_length), "--num-processes", str(procs), "--seed", "42"])  # fmt: skip
-    info = read_json(data / "build_info.json", {})
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_json(args.out / "build_info.json", info)
-    log(f"examples: {json.dumps({k: v for k, v in info.items() if not isinstance(v, dict | list)})}")
-
-
 def tar_pieces(sources: list[tuple[Path, str]], out: Path, name: str) -> list[str]:
     """One tar of ``sources`` (path, name inside) split into pieces of at most :data:`PIECE_BYTES`."""
     out.mkdir(parents=True, exist_ok=True)
@@ -407,6 +398,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds: stop the bench then, keeping (and bringing back) the cases it finished")  # fmt: skip
     p.add_argument("--quiet", action="store_true")
+
+    p = stage("step-bench", cmd_step_bench, "the whole training step measured: benches, loss check, a short run (device)")
+    step_bench_arguments(p)
 
     p = stage("data", cmd_data, "build-data on the unpacked corpus (device)")
     p.add_argument("--num-processes", type=int, default=None)

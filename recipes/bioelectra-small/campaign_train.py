@@ -1,4 +1,5 @@
-"""The campaign's pre-training run on the device: ``train`` (the recipe's hparams for ``--minutes``, launched in
+"""The campaign's pre-training run on the device: ``data`` (``pretrain build-data`` on the unpacked text),
+``train`` (the recipe's hparams for ``--minutes``, launched in
 the background under ``supervise``, which goes on eager when a compiled run fails) and ``poll`` (the run's
 progress). The command line is ``campaign.py``'s (RUNBOOK.md, call 2)."""
 
@@ -20,9 +21,26 @@ from campaign_common import (
     majority_class_warning,
     read_json,
     recipe_case,
+    run,
     use_site,
     write_json,
 )
+
+
+def cmd_data(args) -> None:
+    use_site(args.work)
+    corpus, data = args.work / "corpus", args.work / "data"
+    if (data / "build_info.json").is_file():
+        log(f"{data} exists: reused")
+        return
+    procs = args.num_processes or max(1, (os.cpu_count() or 2) - 1)
+    run([sys.executable, REPO / "pretrain.py", "build-data", "--corpus-dir", corpus, "--output-dir", data,
+         "--vocab-file", args.work / "vocab" / "vocab.txt", "--do-lower-case", "--max-seq-length",
+         str(args.max_seq_length), "--num-processes", str(procs), "--seed", "42"])  # fmt: skip
+    info = read_json(data / "build_info.json", {})
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(args.out / "build_info.json", info)
+    log(f"examples: {json.dumps({k: v for k, v in info.items() if not isinstance(v, dict | list)})}")
 
 
 def compile_decision(args) -> tuple[bool, str]:
@@ -99,7 +117,9 @@ def supervise(cmd: list[str], work: Path, *, call=subprocess.call, clock=time.mo
     """Run the ``pretrain train`` command ``cmd`` (whose ``--hparams`` is ``<work>/train-hparams.json``) and
     return ``train-done.json``'s record.
 
-    When a run under ``torch.compile`` fails, and at least :data:`FALLBACK_MIN_SECONDS` of its
+    When a run of the whole step (``train_step`` ``whole`` or ``captured``) fails, and at least
+    :data:`FALLBACK_MIN_SECONDS` of its ``max_train_seconds`` are left, it is run once more with the Trainer's
+    step (``train_step: trainer``, compiled or not as it was). When a run under ``torch.compile`` fails, and at least :data:`FALLBACK_MIN_SECONDS` of its
     ``max_train_seconds`` are left, it is run once more eager: ``torch_compile`` off, the recipe's padding,
     ``max_train_seconds`` the time left. The same command resumes from the newest complete checkpoint when
     the compiled run saved one, else starts afresh. The compilation has never run on the lent GPU before
@@ -110,7 +130,14 @@ def supervise(cmd: list[str], work: Path, *, call=subprocess.call, clock=time.mo
     record: dict = {"returncode": code}
     hp = read_json(hp_file, {})
     left = float(hp.get("max_train_seconds", 0.0)) - (clock() - started)
-    if code != 0 and hp.get("torch_compile") and left >= FALLBACK_MIN_SECONDS:
+    whole = hp.get("train_step", "trainer") != "trainer"
+    if code != 0 and whole and left >= FALLBACK_MIN_SECONDS:
+        # the whole step (train_step whole / captured) failed: the Trainer's own step, compiled as it was, as
+        # the runs before it trained
+        write_json(hp_file, {**hp, "train_step": "trainer", "max_train_seconds": round(left, 1)})
+        log(f"the {hp['train_step']} run failed (exit {code}): running again with the Trainer's step for the {left:.0f} s left")
+        record = {"returncode": call(cmd), "whole_step_returncode": code, "fallback": "trainer"}
+    elif code != 0 and hp.get("torch_compile") and left >= FALLBACK_MIN_SECONDS:
         recipe = json.loads(HPARAMS.read_text())
         eager = {**hp, "torch_compile": False, "max_train_seconds": round(left, 1)}
         if "pad_to_multiple_of" in recipe:

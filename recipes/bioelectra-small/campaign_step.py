@@ -1,0 +1,230 @@
+"""The campaign's measurement of the whole training step (``train_step`` ``captured``) on the device, in one call:
+``step-bench``. Its parts run in order of priority while ``--budget-seconds`` last, each writing under ``$OUT``
+as soon as it ends, so a call cut short brings back every part that finished:
+
+1. ``eager``: ``bench/pretrain_throughput.py`` on ELECTRA-Small 128 x 128 and 128 x 512, ELECTRA-Base 128 x 128
+   and 512 x 32 and the recipe's model (128 x its batch): the naive fp32 loop, the eager step (the Trainer's
+   arithmetic) and the captured whole step of eager kernels, each profiled; ``step-bench-eager.json``.
+2. ``compiled``: the whole step compiled (``fullgraph=True``) and captured, on ELECTRA-Small 128 x 128, the recipe's
+   model and ELECTRA-Base 128 x 128, loading ``--compile-cache`` when one was carried and writing the
+   artifacts of this call's compilations to ``$OUT/compile-cache.bin.xz`` (carry it to the next call:
+   RUNBOOK.md); ``step-bench-compiled.json``.
+3. ``loss``: the eager step against the captured one over 50 steps from the same weights on the same batches
+   (ELECTRA-Small 128 x 128): losses and peak memory; ``step-bench-loss.json``.
+4. ``train``: ``data`` (when not built yet), then ``pretrain train`` of the recipe in the foreground for
+   ``--train-minutes`` with ``train_step: captured`` (compiled when part 2 showed it faster than the eager
+   kernels captured); its speed per logging window beside the bench's best loop of the recipe's model:
+   ``step-train.json``.
+
+``step-bench.json`` says what each part did (seconds, status, error). ``tests/test_campaign.py`` dry-runs it on
+the CPU with tiny cases (no capture there: the loops run uncaptured and say so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from campaign_common import REPO, log, read_json, recipe_case, use_site, write_json
+from campaign_train import FALLBACK_MIN_SECONDS, cmd_data, cmd_train
+
+#: The parts of ``step-bench`` in the order they run.
+PARTS = ("eager", "compiled", "loss", "train")
+
+#: Seconds each part may take at most (the budget left may cut it shorter); ``train`` adds its minutes.
+PART_SECONDS = {"eager": 170.0, "compiled": 240.0, "loss": 60.0, "train": 75.0}
+
+#: A part starts only with at least this many seconds of the budget left.
+MIN_PART_SECONDS = 30.0
+
+#: ``pretrain train`` of the captured step compiles only when the compiled bench showed it at least this much
+#: faster than the captured eager kernels on the recipe's model.
+COMPILE_MIN_SPEEDUP = 1.1
+
+CACHE_NAME = "compile-cache.bin"
+
+
+def eager_cases(hparams: Path) -> str:
+    return f"small:128:128,small:128:512,base:128:128,base:512:32,{hparams}:128:{_recipe_batch(hparams)}"
+
+
+def compiled_cases(hparams: Path) -> str:
+    return f"small:128:128,{hparams}:128:{_recipe_batch(hparams)},base:128:128"
+
+
+def _recipe_batch(hparams: Path) -> int:
+    return int(json.loads(hparams.read_text()).get("per_device_train_batch_size", 128))
+
+
+def _bench(args, cases: str, output: Path, extra: list[str], timeout: float) -> dict:
+    """The bench on ``cases`` into ``output`` (written after every case), stopped after ``timeout`` seconds;
+    ``{"status", "seconds"}`` and the error when it failed or was stopped (the finished cases stay)."""
+    cmd = [sys.executable, str(REPO / "bench" / "pretrain_throughput.py"), "--cases", cases, "--steps", str(args.steps),
+           "--warmup", str(args.warmup), "--output", str(output), *extra]  # fmt: skip
+    if args.layers:
+        cmd += ["--layers", str(args.layers)]
+    if args.batch_size:
+        cmd += ["--batch-size", str(args.batch_size)]
+    log("$ " + " ".join(cmd))
+    started = time.monotonic()
+    try:
+        code = subprocess.run(cmd, stdout=subprocess.DEVNULL, timeout=timeout, check=False).returncode
+        status = {"status": "done" if code == 0 else f"exited {code}"}
+    except subprocess.TimeoutExpired:
+        status = {"status": "stopped", "error": f"still running after {timeout:.0f} s: the cases it finished are kept"}
+    status["seconds"] = round(time.monotonic() - started, 1)
+    return status
+
+
+def _best_recipe_loop(report: dict, hparams: Path) -> tuple[str | None, float | None]:
+    """The fastest loop (name, steps/s) of the recipe's case in a bench report."""
+    case = recipe_case(report, hparams) or {}
+    best = (None, None)
+    for name in ("optimized", "whole", "whole_compiled", "captured", "compiled_captured"):
+        rate = (case.get(name) or {}).get("steps_per_second")
+        if rate and (best[1] is None or rate > best[1]):
+            best = (name, rate)
+    return best
+
+
+def _recipe_rate(report: dict, hparams: Path, loop: str) -> float | None:
+    return ((recipe_case(report, hparams) or {}).get(loop) or {}).get("steps_per_second")
+
+
+def train_compiles(args) -> tuple[bool, str]:
+    """``--compile-train``: ``on`` / ``off`` as said; ``auto`` compiles when the compiled bench's captured loop
+    beat the eager kernels captured on the recipe's model by :data:`COMPILE_MIN_SPEEDUP`."""
+    if args.compile_train in ("on", "off"):
+        return args.compile_train == "on", f"--compile-train {args.compile_train}"
+    eager = _recipe_rate(read_json(args.out / "step-bench-eager.json", {}), args.hparams, "captured")
+    compiled = _recipe_rate(read_json(args.out / "step-bench-compiled.json", {}), args.hparams, "compiled_captured")
+    if not eager or not compiled:
+        return False, "eager kernels: no captured figure of the recipe's model both compiled and not"
+    ratio = compiled / eager
+    return ratio >= COMPILE_MIN_SPEEDUP, f"compiled captured x{ratio:.2f} the eager kernels captured"
+
+
+def train_speed(history: list[dict], bench_best: float | None) -> dict:
+    """The run's speed from its training logs: each window's steps/s (the first, with the compilation and the
+    capture, reported apart), their median, and the median over the bench's best loop of the same model."""
+    windows = [r for r in history if "steps_per_second" in r and "loss" in r]
+    rates = sorted(r["steps_per_second"] for r in windows[1:]) or sorted(r["steps_per_second"] for r in windows)
+    median = rates[len(rates) // 2] if rates else None
+    return {
+        "windows": [{"step": r["step"], "steps_per_second": r["steps_per_second"],
+                     "data_wait_fraction": r.get("data_wait_fraction")} for r in windows],  # fmt: skip
+        "median_steps_per_second": median,
+        "bench_best_steps_per_second": bench_best,
+        "fraction_of_bench": round(median / bench_best, 3) if median and bench_best else None,
+    }
+
+
+def cmd_step_bench(args) -> None:
+    use_site(args.work)
+    args.out.mkdir(parents=True, exist_ok=True)
+    parts = [p for p in PARTS if not args.only or p in args.only]
+    started = time.monotonic()
+    record: dict = {"budget_seconds": args.budget_seconds, "parts": {}}
+    cache = args.work / CACHE_NAME
+    if args.compile_cache is not None and args.compile_cache.is_file():
+        cache.write_bytes(lzma.decompress(args.compile_cache.read_bytes()))
+        record["compile_cache_carried"] = {"file": str(args.compile_cache), "bytes": cache.stat().st_size}
+
+    def left() -> float:
+        return args.budget_seconds - (time.monotonic() - started)
+
+    for part in parts:
+        cap = PART_SECONDS[part] + (args.train_minutes * 60 if part == "train" else 0.0)
+        timeout = min(cap, left())
+        if timeout < MIN_PART_SECONDS:
+            record["parts"][part] = {"status": "skipped", "error": f"{left():.0f} s of the budget left"}
+            write_json(args.out / "step-bench.json", record)
+            continue
+        log(f"step-bench: {part} (at most {timeout:.0f} s; {left():.0f} s of the budget left)")
+        if part == "eager":
+            status = _bench(args, args.cases_eager or eager_cases(args.hparams), args.out / "step-bench-eager.json",
+                            ["--matmul", "--profile", str(args.profile), "--whole-loops", "captured"], timeout)  # fmt: skip
+        elif part == "compiled":
+            status = _bench(args, args.cases_compiled or compiled_cases(args.hparams),
+                            args.out / "step-bench-compiled.json",
+                            ["--matmul", "--no-baseline", "--profile", str(args.profile), "--whole-loops",
+                             "compiled_captured", "--compile-cache", str(cache)], timeout)  # fmt: skip
+            if cache.is_file():
+                (args.out / f"{CACHE_NAME}.xz").write_bytes(lzma.compress(cache.read_bytes(), preset=6))
+                status["compile_cache_bytes"] = cache.stat().st_size
+        elif part == "loss":
+            status = _bench(args, args.cases_loss, args.out / "step-bench-loss.json",
+                            ["--no-baseline", "--loss-check", str(args.loss_steps)], timeout)  # fmt: skip
+        else:
+            status = _train(args, timeout, cache)
+        record["parts"][part] = status
+        write_json(args.out / "step-bench.json", record)
+    record["seconds"] = round(time.monotonic() - started, 1)
+    write_json(args.out / "step-bench.json", record)
+    print(json.dumps(record, indent=2))
+
+
+def _train(args, timeout: float, cache: Path) -> dict:
+    """``data`` when needed, then ``pretrain train`` of the captured step for the minutes that fit (the
+    ``train`` stage's command, in the foreground), and :func:`train_speed` into ``step-train.json``."""
+    from bioelectra.training import LOG_HISTORY_FILE, read_log_history
+
+    begun = time.monotonic()
+    if not (args.work / "data" / "build_info.json").is_file():
+        cmd_data(argparse.Namespace(work=args.work, out=args.out, num_processes=args.num_processes,
+                                    max_seq_length=args.max_seq_length))  # fmt: skip
+    minutes = min(args.train_minutes, (timeout - (time.monotonic() - begun) - 45.0) / 60.0)
+    if minutes * 60 < FALLBACK_MIN_SECONDS:
+        return {"status": "skipped", "error": f"{minutes * 60:.0f} s left for training after data"}
+    compiled, why = train_compiles(args)
+    log(f"train: {why}")
+    settings = [["train_step", json.dumps("captured")], ["compile_cache", json.dumps(str(cache))],
+                *([["logging_steps", json.dumps(args.logging_steps)]] if args.logging_steps else [])]  # fmt: skip
+    run_dir = args.work / "run"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)  # a speed measurement starts afresh (a resume would start past the compilation)
+    cmd_train(argparse.Namespace(
+        work=args.work, out=args.out, hparams=args.hparams, minutes=round(minutes, 2), steps=None,
+        compile="on" if compiled else "off", compile_min_speedup=1.0, init_from_warmup=500,
+        set=settings + list(args.set or []), foreground=True, check_seconds=0.0,
+    ))  # fmt: skip
+    done = read_json(args.work / "train-done.json", {}) or {}
+    _, best = _best_recipe_loop(read_json(args.out / "step-bench-eager.json", {}), args.hparams)
+    _, best_compiled = _best_recipe_loop(read_json(args.out / "step-bench-compiled.json", {}), args.hparams)
+    best = max((b for b in (best, best_compiled) if b), default=None)
+    speed = train_speed(read_log_history(run_dir / LOG_HISTORY_FILE), best)
+    run_hp = read_json(run_dir / "hparams.json", {}) or {}
+    report = {"minutes": round(minutes, 2), "compiled": compiled, "why": why, "done": done,
+              "train_step": run_hp.get("train_step"), "torch_compile": run_hp.get("torch_compile"), **speed}  # fmt: skip
+    write_json(args.out / "step-train.json", report)
+    return {"status": "done" if not done.get("returncode") else f"exited {done.get('returncode')}",
+            "seconds": round(time.monotonic() - begun, 1)}  # fmt: skip
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``step-bench``'s options (the stage's ``--work``, ``--out``, ``--hparams`` come from ``campaign.py``)."""
+    p.add_argument("--budget-seconds", type=float, default=540.0, help="the call's seconds for all the parts")
+    p.add_argument("--only", nargs="*", choices=PARTS, default=None, help="run these parts only (in their order)")
+    p.add_argument("--compile-cache", type=Path, default=None,
+                   help="a compile-cache.bin.xz an earlier call brought back (carried): loaded before compiling")  # fmt: skip
+    p.add_argument("--cases-eager", default=None, help="the eager part's cases (default: eager_cases)")
+    p.add_argument("--cases-compiled", default=None, help="the compiled part's cases (default: compiled_cases)")
+    p.add_argument("--cases-loss", default="small:128:128")
+    p.add_argument("--loss-steps", type=int, default=50)
+    p.add_argument("--steps", type=int, default=50, help="timed steps per loop")
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--profile", type=int, default=10)
+    p.add_argument("--layers", type=int, default=None, help="every case's layers (CPU dry run)")
+    p.add_argument("--batch-size", type=int, default=None, help="every case's batch (CPU dry run)")
+    p.add_argument("--train-minutes", type=float, default=2.0)
+    p.add_argument("--compile-train", choices=("auto", "on", "off"), default="auto")
+    p.add_argument("--logging-steps", type=int, default=None, help="the run's logging_steps (default: the recipe's)")
+    p.add_argument("--num-processes", type=int, default=None)
+    p.add_argument("--max-seq-length", type=int, default=128)
+    p.add_argument("--set", nargs=2, action="append", metavar=("KEY", "JSON"), help="override one hparam of the run")
