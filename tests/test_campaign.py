@@ -849,3 +849,27 @@ def test_step_bench_dry_run_on_cpu(tmp_path):
     campaign("step-bench", "--work", work, "--out", tmp_path / "OUT2", "--hparams", hparams, "--budget-seconds", "10")
     skipped = json.loads((tmp_path / "OUT2" / "step-bench.json").read_text())["parts"]
     assert {p["status"] for p in skipped.values()} == {"skipped"} and len(skipped) == 4
+
+
+def test_a_shipped_discriminator_packs_alone_for_a_continuation(tmp_path):
+    """`pack --init-from` the shipped model (a discriminator alone, float16): pack 1 carries it in bfloat16 with
+    its vocabulary, no generator; `pretrain train --init-from` then starts the generator anew."""
+    import torch
+
+    from bioelectra.pretraining.checkpoints import build_model, discriminator_alone
+    from bioelectra.pretraining.settings import resolve_hparams
+
+    c = load_campaign()
+    hp = resolve_hparams("small", {k: v for k, v in TINY.items() if k != "model_size"})
+    shipped = tmp_path / "shipped"
+    build_model("small", hp, vocab_size=120, pad_token_id=0).discriminator.to(torch.float16).save_pretrained(shipped)
+    (shipped / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")
+    c.bf16_copy(shipped, tmp_path / "init-from")
+    assert sorted(p.name for p in (tmp_path / "init-from").iterdir()) == ["discriminator"]
+    packed = tmp_path / "init-from" / "discriminator"
+    assert (packed / "vocab.txt").read_text() == (shipped / "vocab.txt").read_text()
+    from safetensors import safe_open
+
+    with safe_open(packed / "model.safetensors", "pt") as f:
+        assert {str(f.get_tensor(k).dtype) for k in f.keys()} == {"torch.bfloat16"}
+    assert discriminator_alone(tmp_path / "init-from") == packed

@@ -105,6 +105,48 @@ def load_pretraining_model(path: str | os.PathLike, **config_overrides: Any) -> 
     )
 
 
+def discriminator_alone(path: str | os.PathLike) -> Path | None:
+    """The discriminator folder of ``--init-from`` weights that hold no generator, else None: a
+    ``save_pretrained`` ``ElectraForPreTraining`` folder (a shipped model, a converted discriminator), or an
+    export's ``discriminator/`` without ``generator/``."""
+    path = Path(path)
+    for folder in (path, path / "discriminator"):
+        config = folder / "config.json"
+        if folder is not path and (path / "generator").is_dir():
+            return None
+        if config.is_file() and "ElectraForPreTraining" in (json.loads(config.read_text()).get("architectures") or []):
+            return folder
+    return None
+
+
+def load_discriminator_into(model: ElectraPretrainingModel, folder: str | os.PathLike) -> None:
+    """Load a discriminator's weights (any dtype, as float32) into the joint ``model``, whose generator keeps its
+    initialisation. The generator's shared embeddings are the discriminator's (the model's ties), so it starts
+    from the trained embeddings; its own layers start anew. Continuing a model whose generator was not kept
+    (the original's ``run_pretraining.py`` needs both: ELECTRA never saved them apart).
+
+    Raises:
+        ValueError: the discriminator's shape differs from ``model``'s (the tensors named).
+    """
+    from transformers import ElectraForPreTraining
+
+    discriminator = ElectraForPreTraining.from_pretrained(str(folder), dtype=torch.float32)
+    ours = model.discriminator.state_dict()
+    theirs = discriminator.state_dict()
+    wrong = sorted(k for k in theirs if k in ours and ours[k].shape != theirs[k].shape)
+    missing = sorted(k for k in ours if k not in theirs and not k.endswith(("position_ids", "token_type_ids")))
+    unexpected = sorted(k for k in theirs if k not in ours)
+    if wrong or missing or unexpected:
+        shown = ", ".join(f"{k} {tuple(theirs[k].shape)} vs {tuple(ours[k].shape)}" for k in wrong[:4])
+        raise ValueError(
+            f"--init-from {folder}: the discriminator does not fit the model of these hparams (shapes differ: "
+            f"{shown or 'none'}; missing: {missing[:4] or 'none'}; unexpected: {unexpected[:4] or 'none'}); "
+            "give the hparams it was trained with"
+        )
+    model.discriminator.load_state_dict(theirs, strict=False)
+    model.tie_weights()
+
+
 #: What a Trainer checkpoint must hold to be resumed from (``Trainer._save_checkpoint`` writes the weights,
 #: then optimizer and scheduler, then ``trainer_state.json`` last): a kill mid-save leaves some missing.
 CHECKPOINT_FILES = ("config.json", "trainer_state.json", "optimizer.pt", "scheduler.pt")

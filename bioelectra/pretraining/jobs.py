@@ -24,7 +24,9 @@ from bioelectra.pretraining.checkpoints import (
     _last_checkpoint,
     _objective_kwargs,
     build_model,
+    discriminator_alone,
     find_checkpoint,
+    load_discriminator_into,
     load_pretraining_model,
 )
 from bioelectra.pretraining.inputs import PretrainingData, load_pretraining_data, make_collator
@@ -79,7 +81,9 @@ def run_pretraining(
         model_size: ``small``, ``base`` or ``large`` (ignored for the architecture with ``init_from``).
         hparams: overrides of :class:`PretrainingHparams` (strict), or resolved hparams.
         init_from: start from these weights (see :func:`load_pretraining_model`) instead of a random
-            initialisation; the optimizer and schedule start afresh. Ignored when resuming.
+            initialisation; the optimizer and schedule start afresh. Ignored when resuming. A discriminator
+            alone (a shipped model: :func:`discriminator_alone`) is loaded into a model built from the hparams,
+            its generator's own layers freshly initialised (:func:`load_discriminator_into`).
         training_args_overrides: extra ``TrainingArguments`` (tests, launchers).
         callbacks: extra ``TrainerCallback`` objects.
 
@@ -302,7 +306,18 @@ def prepare_pretraining(
         if changed:
             logger.warning("resuming %s with changed hparams: %s", resume, changed)
     set_seed(hp.seed)  # before building the model
-    if init_from is not None and resume is None:
+    alone = discriminator_alone(init_from) if init_from is not None and resume is None else None
+    if alone is not None:  # a shipped model, or an export whose generator was not kept
+        model = build_model(
+            model_size, hp, vocab_size=len(data.tokenizer), pad_token_id=data.tokenizer.pad_token_id
+        )
+        load_discriminator_into(model, alone)  # another shape (the vocabulary's size included): ValueError
+        logger.info(
+            "--init-from %s: a discriminator alone; the generator's own layers start from their initialisation",
+            init_from,
+        )
+        _check_init_from_vocab(Path(init_from), data.tokenizer)
+    elif init_from is not None and resume is None:
         model = load_pretraining_model(init_from, **_objective_kwargs(hp))
         model.config._attn_implementation = hp.attn_implementation
         if model.config.discriminator_config.vocab_size != len(data.tokenizer):

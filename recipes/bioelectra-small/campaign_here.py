@@ -93,12 +93,20 @@ def travelling_bytes(repo: Path) -> int:
 def bf16_copy(export: Path, target: Path) -> None:
     """``export``'s ``discriminator/`` and ``generator/`` (``save_pretrained`` folders of any dtype) as
     bfloat16 copies in ``target``, with their tokenizer files: half the bytes of a float32 export, so that a
-    continuation fits in pack 1 (issue 14: weights in bf16; ``pretrain train --init-from`` loads float32)."""
+    continuation fits in pack 1 (issue 14: weights in bf16; ``pretrain train --init-from`` loads float32).
+    A discriminator alone (the shipped model; :func:`bioelectra.pretraining.checkpoints.discriminator_alone`)
+    becomes ``target/discriminator`` only: ``pretrain train`` then starts the generator anew."""
     import torch
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
-    for name, cls in (("discriminator", ElectraForPreTraining), ("generator", ElectraForMaskedLM)):
-        source, dest = export / name, target / name
+    from bioelectra.pretraining.checkpoints import discriminator_alone
+
+    alone = discriminator_alone(export)
+    parts = [("discriminator", ElectraForPreTraining, alone or export / "discriminator")]
+    if alone is None:
+        parts.append(("generator", ElectraForMaskedLM, export / "generator"))
+    for name, cls, source in parts:
+        dest = target / name
         if dest.exists():
             shutil.rmtree(dest)
         dest.mkdir(parents=True)
@@ -135,9 +143,12 @@ def cmd_pack(args) -> None:
 
     vocab_dir = work / "vocab"
     if args.init_from:  # the continued model's own vocabulary: a new build-vocab run need not give the same one
-        source = args.init_from / "discriminator" / "vocab.txt"
+        from bioelectra.pretraining.checkpoints import discriminator_alone
+
+        source = (discriminator_alone(args.init_from) or args.init_from / "discriminator") / "vocab.txt"
         if not source.is_file():
-            raise SystemExit(f"error: --init-from {args.init_from}: no discriminator/vocab.txt (expected an export)")
+            raise SystemExit(f"error: --init-from {args.init_from}: no {source.relative_to(args.init_from)} "
+                             "(expected an export, or a discriminator such as the shipped model)")  # fmt: skip
         if vocab_dir.exists():
             shutil.rmtree(vocab_dir)
         run([sys.executable, REPO / "pretrain.py", "build-vocab", "--vocab-file", source, "--output-dir", vocab_dir,
