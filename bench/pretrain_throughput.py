@@ -19,7 +19,9 @@ learning rate a device tensor), each case's entry under its name with ``speedup`
 - ``captured``: the whole step of eager kernels recorded once as a CUDA graph and replayed (CUDA);
 - ``compiled_captured``: compiled, then captured (CUDA).
 
-Off CUDA a captured loop runs uncaptured and says so (``captured: false``). ``--compile-cache FILE`` loads
+Off CUDA a captured loop runs uncaptured and says so (``captured: false``). After its timing each whole loop
+checks that its steps draw new random numbers (``random_stream``: 3 steps at learning rate 0 on one batch must
+not give one loss three times). ``--compile-cache FILE`` loads
 ``torch.compile``'s cache artifacts from FILE before the first compilation (when it exists) and writes them there
 at the end, so a later run compiles from them: ``compile_cache`` in the report says which happened, and each
 loop's ``warmup_seconds`` is its time to the first fast step (compilation and capture included).
@@ -387,7 +389,20 @@ def run_loop(
         result["profile"] = guarded(profile_steps, lambda i: step(warmup + steps + i), profile, device)
     if optimized and device.type == "cuda":
         result["host_syncs"] = guarded(host_syncs, lambda i: step(warmup + steps + profile + i), 3, device)
+    if whole_step is not None:
+        result["random_stream"] = guarded(random_stream_check, whole_step, optimizer, batches[0])
     return result
+
+
+def random_stream_check(whole_step: WholeTrainingStep, optimizer: torch.optim.Optimizer, batch: dict, steps: int = 3) -> dict:
+    """Whether each replay of a whole step draws new random numbers (dropout, the generator's samples): ``steps``
+    steps on one batch at learning rate 0 leave the weights as they are, so their losses differ only through
+    the random draws. All equal would mean that a captured graph replays frozen random numbers: the same
+    dropout masks and replacements every step."""
+    for group in optimizer.param_groups:
+        group["lr"] = 0.0
+    losses = [float(whole_step(batch)) for _ in range(steps)]
+    return {"losses_at_lr_0": [round(v, 6) for v in losses], "fresh": len(set(losses)) > 1}
 
 
 def loss_check(config: ElectraPretrainingConfig, batches: list[dict], *, device: torch.device, steps: int, seed: int) -> dict:

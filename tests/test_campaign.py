@@ -833,6 +833,7 @@ def test_step_bench_dry_run_on_cpu(tmp_path):
     eager = json.loads((out / "step-bench-eager.json").read_text())["cases"][0]
     assert eager["captured"]["whole_step"] and eager["captured"]["captured"] is False  # no CUDA here
     assert eager["captured"]["speedup"] > 0 and eager["optimized"]["steps_per_second"] > 0
+    assert eager["captured"]["random_stream"]["fresh"] is True  # new dropout and samples at every step
     check = json.loads((out / "step-bench-loss.json").read_text())["cases"][0]["loss_check"]
     assert len(check["losses"]["eager"]) == len(check["losses"]["captured"]) == 3
     assert check["max_relative_difference"] < 1e-5  # uncaptured on the CPU: the same random stream

@@ -273,33 +273,17 @@ def make_optimizer(
     with ``adam_bias_correction`` on a CUDA device, torch's fused ``AdamW`` (the same update with bias
     correction and decoupled weight decay ``w *= 1 - lr * wd``). With ``train_step`` ``whole`` or ``captured``,
     :class:`UpdatedInStepAdamW` (bias-corrected or not): the whole step applies its update."""
-    betas = (hparams.adam_beta1, hparams.adam_beta2)
-    if hparams.train_step != "trainer":
-        return UpdatedInStepAdamW(
-            param_groups,
-            lr=hparams.learning_rate,
-            betas=betas,
-            eps=hparams.adam_epsilon,
-            weight_decay=hparams.weight_decay,
-            bias_correction=hparams.adam_bias_correction,
-        )
-    if hparams.adam_bias_correction and cuda:
-        return torch.optim.AdamW(
-            param_groups,
-            lr=hparams.learning_rate,
-            betas=betas,
-            eps=hparams.adam_epsilon,
-            weight_decay=hparams.weight_decay,
-            fused=True,
-        )
-    return ElectraAdamW(
-        param_groups,
+    common = dict(
         lr=hparams.learning_rate,
-        betas=betas,
+        betas=(hparams.adam_beta1, hparams.adam_beta2),
         eps=hparams.adam_epsilon,
         weight_decay=hparams.weight_decay,
-        bias_correction=hparams.adam_bias_correction,
     )
+    if hparams.train_step != "trainer":
+        return UpdatedInStepAdamW(param_groups, bias_correction=hparams.adam_bias_correction, **common)
+    if hparams.adam_bias_correction and cuda:
+        return torch.optim.AdamW(param_groups, fused=True, **common)
+    return ElectraAdamW(param_groups, bias_correction=hparams.adam_bias_correction, **common)
 
 
 #: The run's logs, one JSON object per line (``{"step": N, ...the Trainer's log}``), in the output directory:
