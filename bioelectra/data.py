@@ -364,6 +364,28 @@ def cased_vocab_entries(vocab_file: str | os.PathLike) -> int:
     return count
 
 
+def corpus_warnings(counts: dict, settings: BuildDataSettings) -> list[str]:
+    """What a finished build should tell its user about the corpus's shape (logged, and kept in
+    ``build_info.json`` under ``warnings``): a corpus read as one document (examples never span documents, and
+    the validation split is made of whole documents), and a build without validation examples (``pretrain
+    train`` then computes no pre-training metrics). Each names the option that changes it."""
+    warnings = []
+    if counts["documents"] == 1:
+        warnings.append(
+            f"{settings.corpus_dir}: the whole corpus is one document ({counts['sentences']:,} sentences). In text "
+            "files a blank line ends a document (--blanks-separate-docs), so a file of one abstract per line "
+            "without blank lines is read as one document: put a blank line between documents, or give JSONL "
+            "(one document per record)"
+        )
+    if counts["examples"]["validation"] == 0:
+        warnings.append(
+            f"no validation examples ({counts['validation_documents']} of {counts['documents']:,} documents held "
+            "out): pretrain train will compute no pre-training metrics (masked-LM accuracy, disc_auc); give more "
+            f"documents or a larger --eval-fraction (now {settings.eval_fraction:g})"
+        )
+    return warnings
+
+
 def build_pretraining_data(settings: BuildDataSettings) -> dict:
     """Build the pre-training dataset: stream, tokenize and pack the corpus, write sharded Arrow.
 
@@ -552,6 +574,9 @@ def build_pretraining_data(settings: BuildDataSettings) -> dict:
             "elapsed_seconds": elapsed,
             "setup_seconds": setup_seconds,
         }
+        info["warnings"] = corpus_warnings(info["counts"], settings)
+        for warning in info["warnings"]:
+            logger.warning("%s", warning)
         (tmp / BUILD_INFO_FILENAME).write_text(json.dumps(info, indent=2))
         _write_atomically(tmp, output_dir, settings.overwrite)
     finally:

@@ -721,3 +721,21 @@ def test_a_vocabulary_over_65536_entries_keeps_int32_ids():
 
     assert id_dtype_for(30522) == id_dtype_for(65536) == "uint16"
     assert id_dtype_for(65537) == "int32"
+
+
+def test_a_corpus_read_as_one_document_and_no_validation_are_warned_about(tmp_path, tiny_vocab, caplog):
+    """A file of one abstract per line without blank lines is one document: build-data says so, names the
+    option, and warns that there is no validation split (pretrain train would compute no metrics)."""
+    lines = tmp_path / "abstracts.txt"
+    lines.write_text("d0w1 d0w2 .\nd1w1 d1w2 .\nd2w1 d2w3 .\n")
+    with caplog.at_level("WARNING", logger="bioelectra.data"):
+        info = build_pretraining_data(_settings(lines, tiny_vocab, tmp_path / "one"))
+    assert info["counts"]["documents"] == 1
+    one, none = info["warnings"]
+    assert "the whole corpus is one document (3 sentences)" in one and "--blanks-separate-docs" in one
+    assert "no validation examples (0 of 1 documents held out)" in none and "--eval-fraction (now 0.01)" in none
+    assert one in caplog.text and none in caplog.text
+    assert json.loads((tmp_path / "one" / "build_info.json").read_text())["warnings"] == info["warnings"]
+    lines.write_text("d0w1 d0w2 .\n\nd1w1 d1w2 .\n\nd2w1 d2w3 .\n")  # blank lines: three documents
+    info = build_pretraining_data(_settings(lines, tiny_vocab, tmp_path / "three", eval_fraction=0.3))
+    assert info["counts"]["documents"] == 3 and info["warnings"] == []
