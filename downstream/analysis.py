@@ -26,6 +26,7 @@ from typing import Any
 
 from bioelectra.textio import atomic_write_text
 from downstream.metrics import NER_METRIC_MODE
+from downstream.report_text import epoch_lines, split_title, table
 
 #: The error kinds of :func:`sentence_errors`, in report order.
 ERROR_KINDS = ("missed", "spurious", "wrong boundary", "wrong type")
@@ -154,24 +155,6 @@ def word_micro_average(gold: Sequence[Sequence[str]], predicted: Sequence[Sequen
     return _prf(hits, sum(1 for _, p in pairs if p != "O"), sum(1 for g, _ in pairs if g != "O"))
 
 
-def _table(
-    rows: dict[str, dict[str, float]], first: str, averages: dict[str, dict[str, float]] | None = None
-) -> str:
-    """A precision / recall / F1 / support table (seqeval's layout): ``rows``, then ``averages`` after a
-    blank line."""
-    averages = averages or {}
-    width = max([len(first), *(len(k) for k in (*rows, *averages))]) + 2
-
-    def line(name: str, v: dict[str, float]) -> str:
-        return f"{name:<{width}}{v['precision']:>10.4f}{v['recall']:>10.4f}{v['f1']:>10.4f}{int(v['support']):>10d}"
-
-    lines = [f"{first:<{width}}{'precision':>10}{'recall':>10}{'f1-score':>10}{'support':>10}"]
-    lines += [line(name, v) for name, v in rows.items()]
-    if averages:
-        lines += ["", *(line(name, v) for name, v in averages.items())]
-    return "\n".join(lines)
-
-
 def entity_report(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> str:
     """seqeval's entity-level report (per type; micro, macro and weighted averages; support = gold
     entities) in the metrics' mode (default, no ``mode=`` argument: :data:`NER_METRIC_MODE`)."""
@@ -179,24 +162,6 @@ def entity_report(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[st
 
     return classification_report(
         [list(s) for s in gold], [list(s) for s in predicted], digits=4, zero_division=0
-    )
-
-
-def _split_title(name: str) -> str:
-    return f"{name} (best epoch)" if name == "dev" else f"{name} (the best epoch's model)"
-
-
-def _epoch_lines(info: dict[str, Any]) -> str:
-    def num(value):
-        return f"{value:.4f}" if isinstance(value, int | float) else "-"
-
-    epoch = info.get("best_epoch")
-    return (
-        f"best epoch: {epoch if epoch is not None else '-'}    training loss of that epoch: "
-        f"{num(info.get('train_loss'))}    validation loss: {num(info.get('dev_loss'))}\n"
-        "(the epoch kept by the development metric; training loss: the mean of the losses the Trainer logged\n"
-        " after the previous evaluation up to this one, '-' when it logged none; validation loss: the\n"
-        " development loss of that evaluation)"
     )
 
 
@@ -209,14 +174,14 @@ def ner_classification_report(
         splits: ``{"dev": (gold, predicted), "test": ...}``, tags per sentence.
         info: ``best_epoch``, ``train_loss``, ``dev_loss`` (see :func:`epoch_losses`).
     """
-    parts = [_epoch_lines(info)]
+    parts = [epoch_lines(info)]
     for name, (gold, predicted) in splits.items():
         words = word_report(gold, predicted)
         micro = {"micro avg (tags but O)": word_micro_average(gold, predicted)}
         entity = entity_report(gold, predicted).strip("\n")
-        parts.append(f"=== {_split_title(name)}: entity level, {NER_METRIC_MODE} ===\n{entity}")
+        parts.append(f"=== {split_title(name)}: entity level, {NER_METRIC_MODE} ===\n{entity}")
         parts.append(
-            f"=== {_split_title(name)}: word level, per IOB2 tag (support: gold words) ===\n{_table(words, 'tag', micro)}"
+            f"=== {split_title(name)}: word level, per IOB2 tag (support: gold words) ===\n{table(words, 'tag', micro)}"
         )
     return "\n\n".join(parts) + "\n"
 
@@ -287,7 +252,7 @@ def re_classification_report(results: dict[str, dict[str, Any]], info: dict[str,
         results: ``{"dev": metrics, "test": metrics}``, each the dict of :func:`downstream.metrics.re_metrics`.
         info: ``best_epoch``, ``train_loss``, ``dev_loss``.
     """
-    parts = [_epoch_lines(info)]
+    parts = [epoch_lines(info)]
     for name, m in results.items():
         support = m.get("num_gold_positive", 0)
         micro = {"precision": m["precision"], "recall": m["recall"], "f1": m["f1"], "support": support}
@@ -304,8 +269,8 @@ def re_classification_report(results: dict[str, dict[str, Any]], info: dict[str,
                 + "".join(f"{m['confusion'][g][p]:>{w}}" for p, w in zip(labels, columns, strict=True))
             )
         parts.append(
-            f"=== {_split_title(name)}: per class (support: gold examples) ===\n"
-            f"{_table(m['per_class'], 'label', {'micro (positive labels)': micro})}\n"
+            f"=== {split_title(name)}: per class (support: gold examples) ===\n"
+            f"{table(m['per_class'], 'label', {'micro (positive labels)': micro})}\n"
             f"(micro over the positive labels {', '.join(m.get('positive_labels', []))}, the benchmark's score; "
             "support: gold positive examples)\n"
             f"accuracy (all examples) {m.get('accuracy', 0):.4f}\n\n"

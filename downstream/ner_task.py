@@ -63,7 +63,7 @@ class NerTask(ClassifierTask):
     table_metrics = ("f1",)
     default_settings: ClassVar[dict[str, Any]] = {}
     #: Settings of other task kinds, left out of the trial fingerprint.
-    fingerprint_excludes = ("fold", "re_head", "dev_fraction", "dev_split_seed")
+    own_options = ("iob1_policy",)
     #: What the F1 is, for tables.
     f1_name = "entity-level F1"
     #: ``results.md`` split-size columns: ``(counts key, column title)``.

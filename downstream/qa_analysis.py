@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from downstream.analysis import _epoch_lines, _split_title, _table
 from downstream.qa_metrics import exact_match_score, f1_score
+from downstream.report_text import epoch_lines, split_title, table
 
 #: Extractive QA scores of the report, with their titles.
 QA_REPORT_METRICS = (
@@ -24,9 +24,9 @@ def qa_classification_report(results: dict[str, dict[str, Any]], info: dict[str,
         results: ``{"dev": metrics, "test": metrics}`` (:func:`downstream.qa_task.qa_metrics`).
         info: ``best_epoch``, ``train_loss``, ``dev_loss``.
     """
-    parts = [_epoch_lines(info)]
+    parts = [epoch_lines(info)]
     for name, m in results.items():
-        lines = [f"=== {_split_title(name)}: {m.get('num_questions', '-')} questions ==="]
+        lines = [f"=== {split_title(name)}: {m.get('num_questions', '-')} questions ==="]
         lines += [f"{title:<26}{m[key]:>8.4f}" for key, title in QA_REPORT_METRICS if isinstance(m.get(key), int | float)]
         for prefix, title in (("has_ans", "answerable"), ("no_ans", "unanswerable")):
             if f"{prefix}_f1" in m:
@@ -78,7 +78,7 @@ def yesno_classification_report(results: dict[str, dict[str, Any]], info: dict[s
         results: ``{"dev": metrics, "test": metrics}`` (:func:`downstream.metrics.classification_metrics`).
         info: ``best_epoch``, ``train_loss``, ``dev_loss``.
     """
-    parts = [_epoch_lines(info)]
+    parts = [epoch_lines(info)]
     for name, m in results.items():
         labels = list(m["confusion"])
         macro = {"precision": m["precision"], "recall": m["recall"], "f1": m["f1"], "support": m["num_examples"]}
@@ -87,8 +87,8 @@ def yesno_classification_report(results: dict[str, dict[str, Any]], info: dict[s
         confusion = [f"{corner:<{width}}" + "".join(f"{label:>8}" for label in labels)]
         confusion += [f"{g:<{width}}" + "".join(f"{m['confusion'][g][p]:>8}" for p in labels) for g in labels]
         parts.append(
-            f"=== {_split_title(name)}: per answer (support: questions) ===\n"
-            f"{_table(m['per_class'], 'answer', {'macro average': macro})}\n"
+            f"=== {split_title(name)}: per answer (support: questions) ===\n"
+            f"{table(m['per_class'], 'answer', {'macro average': macro})}\n"
             f"accuracy {m['accuracy']:.4f}\n\nconfusion matrix (rows gold, columns predicted):\n" + "\n".join(confusion)
         )
     return "\n\n".join(parts) + "\n"

@@ -33,7 +33,7 @@ from downstream.qa_spans import (
 )
 from downstream.registry import find_named_splits
 from downstream.settings import QA_DEFAULTS
-from downstream.task import SPLITS, EvalResult
+from downstream.task import SPLITS, EvalResult, TaskKind
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ def qa_metrics(split: QaSplit, predictions: dict[str, QaPrediction]) -> dict[str
     return metrics
 
 
-class QaTask:
+class QaTask(TaskKind):
     """Extractive question answering on SQuAD-format data.
 
     Reads the files (a single file is split by document; a missing development file is cut from train by
@@ -172,7 +172,7 @@ class QaTask:
     report_metrics = ("exact_match", "f1")
     table_metrics = ("exact_match", "f1")
     trial_metrics = ("exact_match", "f1", "strict_accuracy", "lenient_accuracy", "mrr")
-    fingerprint_excludes = ("fold", "re_head", "iob1_policy")
+    own_options = ("dev_fraction", "dev_split_seed")
     f1_name = "token F1"
     metric_mode = QA_METRIC_MODE
     count_columns = (

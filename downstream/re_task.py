@@ -87,7 +87,7 @@ class ReTask(ClassifierTask):
     trial_metrics = ("precision", "recall", "f1")
     table_metrics = ("f1",)
     default_settings: ClassVar[dict[str, Any]] = {}
-    fingerprint_excludes = ()
+    own_options = ("fold", "re_head", "iob1_policy", "dev_fraction", "dev_split_seed")
     count_columns = (
         ("examples", "examples"),
         ("truncated", "truncated"),

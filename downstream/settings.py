@@ -14,11 +14,16 @@ from typing import Any
 
 from bioelectra.reporting import check_report_to
 from downstream.errors import DownstreamError
+from downstream.task import KIND_OWN_OPTIONS
 
 logger = logging.getLogger(__name__)
 
 #: Standard deviation reported over trials: sample std (ddof=1).
 STD_DDOF = 1
+
+#: Settings that only some task kinds read. Each kind names those it reads (its ``own_options``); the
+#: fingerprint leaves out the others, so changing another kind's option never invalidates finished trials.
+KIND_OPTIONS = ("fold", "re_head", "iob1_policy", "dev_fraction", "dev_split_seed")
 
 
 #: The QA settings' defaults (added after NER / RE runs were made: left out of fingerprints when default).
@@ -213,10 +218,13 @@ class FinetuneSettings:
         data = self.to_json()
         for key in ("num_trials", "output_dir", "checkpoint", "micro_batch_tokens", "report_to"):
             data.pop(key)
-        from downstream.tasks import task_class
-
-        for key in task_class(self.task).fingerprint_excludes:  # settings of other kinds: fingerprints stay
-            data.pop(key)
+        if self.task not in KIND_OWN_OPTIONS:
+            raise DownstreamError(
+                f"task kind {self.task!r}: its class is not defined (the table of kinds, downstream.tasks, loads them all)"
+            )
+        for key in KIND_OPTIONS:  # settings of other kinds: fingerprints stay
+            if key not in KIND_OWN_OPTIONS[self.task]:
+                data.pop(key)
         # defaults added after runs were made: leave them out, so the fingerprints of those runs stay valid
         for key, default in (("layerwise_lr_decay", 1.0), ("optimizer", "adamw"), ("dropout", None), *QA_DEFAULTS.items()):
             if data[key] == default:

@@ -110,7 +110,7 @@ class YesNoTask(ClassifierTask):
     trial_metrics = ("accuracy", "f1")
     table_metrics = ("accuracy", "f1")
     default_settings: ClassVar[dict[str, Any]] = {"max_seq_length": 512}
-    fingerprint_excludes = ("fold", "iob1_policy")
+    own_options = ("re_head", "dev_fraction", "dev_split_seed")
     f1_name = "macro-F1"
     metric_mode = YESNO_METRIC_MODE
     count_columns = (("questions", "questions"), ("examples", "examples"), ("truncated", "truncated"))
