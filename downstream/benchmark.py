@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from bioelectra.textio import atomic_write_text
+from downstream.dataset_specs import DATASETS
 from downstream.errors import DatasetUnavailableError, DownstreamError
 from downstream.literature import Literature, load_literature
-from downstream.registry import DATASETS, get_spec
+from downstream.registry import get_spec
 from downstream.settings import FinetuneSettings, protocol_settings
 
 logger = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ def dataset_settings(name: str, base: FinetuneSettings, given: dict[str, Any], p
                      output_dir: Path) -> FinetuneSettings:  # fmt: skip
     """The settings of one dataset's run: its task kind's defaults, the protocol's values for it, the options
     the user gave, the data location, and the bare-tag entity type for NER data read from a folder."""
-    from downstream.tasks import task_class
+    from downstream.kinds import task_class
 
     spec = get_spec(name)
     chosen = {**task_class(spec.task).default_settings, **protocol_settings(protocol, given, name)}
@@ -136,14 +137,14 @@ def _finished(settings: FinetuneSettings) -> dict[str, Any] | None:
 def run_dataset(name: str, settings: FinetuneSettings, *, hp_search: int | None = None, fixed: set[str] = frozenset()) -> dict[str, Any]:
     """One dataset's run, the report of ``finetune``: GAD's ten folds (no search: one search per fold would
     cost ten), else the trials, after a search when ``hp_search``."""
-    from downstream.trials import parse_folds, run_folds, run_trials
+    from downstream.trial.runner import parse_folds, run_folds, run_trials
 
     if get_spec(name).layout == "folds":
         if hp_search:
             logger.warning("%s: cross-validated, so no hyper-parameter search; the protocol's settings are used", name)
         return run_folds(settings, parse_folds("all", settings))
     if hp_search:
-        from downstream.hpsearch import run_search_then_trials
+        from downstream.tuning.hpsearch import run_search_then_trials
 
         return run_search_then_trials(settings, hp_search, fixed=fixed)
     return run_trials(settings)
@@ -284,7 +285,7 @@ def blurb_averages(rows: list[dict[str, Any]], models: list[dict[str, str]]) -> 
 
 
 def format_mean_std(stats: dict[str, Any]) -> str:
-    """A summary statistic (fractions, as :func:`downstream.metrics.summarize` gives it) in percent
+    """A summary statistic (fractions, as :func:`downstream.trial.reports.summarize` gives it) in percent
     as ``"47.60 ± 0.58"``; the mean alone when there is no std (one trial), ``"-"`` when there is no mean."""
     if stats.get("mean") is None:
         return "-"

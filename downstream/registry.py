@@ -25,13 +25,8 @@ import urllib.request
 from importlib import resources
 from pathlib import Path
 
-from downstream.dataset_specs import (  # noqa: F401 - the tables, re-exported (registry.DATASETS ...)
-    BIOBERT_ARCHIVE_URL,
+from downstream.dataset_specs import (
     DATASETS,
-    NER_DATASETS,
-    QA_DATASETS,
-    RE_DATASETS,
-    YESNO_DATASETS,
     DatasetSpec,
 )
 from downstream.errors import DatasetUnavailableError, DownstreamError

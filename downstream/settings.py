@@ -38,7 +38,7 @@ class FinetuneSettings:
     """Everything that defines a fine-tuning run.
 
     Attributes:
-        task: the task kind, a key of ``downstream.tasks.TASKS`` (``ner``, ``re``, ``qa``, ``yesno``).
+        task: the task kind, a key of ``downstream.kinds.TASKS`` (``ner``, ``re``, ``qa``, ``yesno``).
         dataset: registry name (optional when ``data_dir`` is given).
         data_dir: local folder with ``train``/``devel`` (or ``dev``)/``test`` files; overrides the registry.
         checkpoint: a directory or hub id ``from_pretrained`` loads.
@@ -187,7 +187,7 @@ class FinetuneSettings:
         resolve_precision(self.precision)  # before any data is read: fp16 needs a GPU
         check_report_to(self.report_to)
         if self.entity_type is not None:
-            from downstream.ner import check_entity_type
+            from downstream.ner.data import check_entity_type
 
             try:
                 check_entity_type(self.entity_type)
@@ -203,7 +203,7 @@ class FinetuneSettings:
         if self.entity_type is not None:
             return self.entity_type
         if self.dataset and self.data_dir is None:
-            from downstream.registry import DATASETS
+            from downstream.dataset_specs import DATASETS
 
             spec = DATASETS.get(self.dataset.lower())
             return spec.tag_entity_type() if spec is not None else None
@@ -220,7 +220,7 @@ class FinetuneSettings:
             data.pop(key)
         if self.task not in KIND_OWN_OPTIONS:
             raise DownstreamError(
-                f"task kind {self.task!r}: its class is not defined (the table of kinds, downstream.tasks, loads them all)"
+                f"task kind {self.task!r}: its class is not defined (the table of kinds, downstream.kinds, loads them all)"
             )
         for key in KIND_OPTIONS:  # settings of other kinds: fingerprints stay
             if key not in KIND_OWN_OPTIONS[self.task]:

@@ -1,7 +1,7 @@
 """The interface between the trial runner and a task kind (NER, RE, and the next ones).
 
 A task kind is a class with the attributes and methods of :class:`Task`, registered in
-``downstream.tasks.TASKS`` under its ``kind``. The trial runner (``downstream.trials``) reads nothing else
+``downstream.kinds.TASKS`` under its ``kind``. The trial runner (``downstream.trial.runner``) reads nothing else
 about it: adding a task kind is one module implementing ``Task`` and one entry in that table.
 """
 
@@ -114,6 +114,11 @@ class Task(Protocol):
 
     def reduce_logits(self, logits, labels) -> Any:
         """``preprocess_logits_for_metrics``: what the evaluator needs of the logits (e.g. argmax ids)."""
+        ...
+
+    def analysis(self, results: dict[str, EvalResult], info: dict[str, Any]) -> tuple[str, str] | None:
+        """The texts of ``classification_report.txt`` and ``errors.txt`` of one trial (``results``: dev and
+        test :class:`EvalResult`; ``info``: ``best_epoch``, ``train_loss``, ``dev_loss``), or ``None``."""
         ...
 
     def write_predictions(self, path: Path, name: str, result: EvalResult) -> None:

@@ -6,7 +6,7 @@ earlier run's trials would be trained again.
 
 import pytest
 
-import downstream.tasks  # noqa: F401 - every task kind known
+import downstream.kinds  # noqa: F401 - every task kind known
 from downstream.settings import FinetuneSettings
 
 CASES = [

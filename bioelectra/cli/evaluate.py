@@ -35,14 +35,14 @@ def evaluate(
     """Score a saved fine-tuned model on dev and test with the metrics, files and report keys of a trial."""
     _setup_logging(verbose)
     from downstream.errors import DownstreamError
-    from downstream.evaluate import evaluate_model, model_kind
     from downstream.settings import FinetuneSettings
+    from downstream.trial.evaluate import evaluate_model, model_kind
 
     if dataset is None and data_dir is None:
         _fail(_UserError("give --dataset NAME or --data-dir DIR"))
     out = output_dir or Path("runs") / f"evaluate-{dataset or data_dir.name}"  # type: ignore[union-attr]
     try:
-        from downstream.tasks import task_class
+        from downstream.kinds import task_class
 
         kind = loader.value if loader is not None else model_kind(model)
         length = {"max_seq_length": max_seq_length} if max_seq_length is not None else {}
@@ -63,7 +63,7 @@ def evaluate(
     except (DownstreamError, FileNotFoundError, ValueError, OSError) as exc:
         _fail(exc)
         return
-    from downstream.evaluate import evaluation_line
+    from downstream.trial.evaluate import evaluation_line
 
     for split in ("dev", "test"):
         print(f"{split}: {evaluation_line(report, split)}")

@@ -193,16 +193,9 @@ def finetune(
 
     from bioelectra.checkpoints import default_learning_rate
     from downstream.errors import DownstreamError
-    from downstream.settings import protocol_settings
-    from downstream.trials import (
-        FinetuneSettings,
-        check_layerwise_lr_decay,
-        format_folds_table,
-        format_summary_table,
-        parse_folds,
-        run_folds,
-        run_trials,
-    )
+    from downstream.settings import FinetuneSettings, check_layerwise_lr_decay, protocol_settings
+    from downstream.trial.reports import format_folds_table, format_summary_table
+    from downstream.trial.runner import parse_folds, run_folds, run_trials
 
     hf_logging.disable_progress_bar()  # weight loading / shard writing bars: the trial's own bar is enough
     if dataset is None and data_dir is None:
@@ -240,7 +233,7 @@ def finetune(
             }.items()
             if v is not None
         }  # fmt: skip
-        from downstream.tasks import task_class
+        from downstream.kinds import task_class
 
         chosen = {**task_class(loader.value).default_settings, **protocol_settings(protocol, given, dataset), **qa_given}
         check_layerwise_lr_decay(chosen.get("layerwise_lr_decay", 1.0))  # before any checkpoint is built
@@ -272,7 +265,7 @@ def finetune(
             **chosen,
         )
         if find_lr:
-            from downstream.lr_finder import lr_range_test
+            from downstream.tuning.lr_finder import lr_range_test
 
             if folds is not None:
                 _fail(_UserError("--find-lr sweeps one data set: give --fold K (or none), not --folds"))
@@ -288,7 +281,7 @@ def finetune(
         if hp_search is not None:
             if folds is not None:
                 _fail(_UserError("--hp-search searches on one data set: give --fold K (or none), not --folds"))
-            from downstream.hpsearch import run_search_then_trials
+            from downstream.tuning.hpsearch import run_search_then_trials
 
             report = run_search_then_trials(settings, hp_search, fixed=set(given) | set(qa_given))
         elif folds is not None:
@@ -338,7 +331,9 @@ def run_finetuning(
     from bioelectra.training import parse_hparams_arg
     from downstream.errors import DownstreamError
     from downstream.original import run_original_finetuning
-    from downstream.trials import FinetuneSettings, format_summary_table, run_trials
+    from downstream.settings import FinetuneSettings
+    from downstream.trial.reports import format_summary_table
+    from downstream.trial.runner import run_trials
 
     try:
         reports = run_original_finetuning(

@@ -14,7 +14,7 @@ Formats read (plain tab-separated text, never CSV quoting: some sentences contai
 
 Every line of a file must have the same number of columns as its first line (after the header), or the
 reader raises :class:`~downstream.errors.DataFormatError` naming the file and line; so does an empty split
-(unless the caller allows it, for GAD's empty ``dev.tsv``) and, in :class:`downstream.tasks.ReTask`, a
+(unless the caller allows it, for GAD's empty ``dev.tsv``) and, in :class:`downstream.kinds.ReTask`, a
 test label that training and development never showed.
 
 Placeholders: the anonymised entity markers (:data:`PLACEHOLDERS`) are added to the tokenizer as single
@@ -38,10 +38,11 @@ import logging
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from bioelectra.textio import read_text
+from downstream.classification import EncodedReSplit
 from downstream.errors import DataFormatError, DatasetUnavailableError, DownstreamError
 
 logger = logging.getLogger(__name__)
@@ -72,8 +73,6 @@ NEGATIVE_LABELS = ("false", "False", "DDI-false", "0")
 
 #: Headers recognised on the first line.
 _HEADERS = {("index", "sentence", "label"): 3, ("sentence", "label"): 2}
-
-
 
 
 @dataclass(frozen=True)
@@ -257,25 +256,9 @@ def find_re_files(folder: str | Path, *, fold: int | None = None) -> dict[str, P
     )
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 # --------------------------------------------------------------------------------------------------
 # development split, labels
 # --------------------------------------------------------------------------------------------------
-
-
 
 
 def cut_dev_split(
@@ -392,31 +375,6 @@ def argument_marker_count(sentence: str) -> int:
     A well-formed example has 2; fewer means the file lost an argument marker.
     """
     return sum(sentence.count(t) * (2 if t in OVERLAP_PLACEHOLDERS else 1) for t in ARGUMENT_PLACEHOLDERS)
-
-
-@dataclass
-class EncodedReSplit:
-    """Model inputs of one split: one feature per example.
-
-    Attributes:
-        features: dicts with ``input_ids``, ``token_type_ids`` (lists of ints, unpadded) and ``labels`` (an int).
-        example_index: for each feature, the position of its example in the split (features may be sorted
-            by length).
-        stats: ``examples``, ``truncated`` (longer than ``max_seq_length``), ``marker_lost`` (a placeholder
-            cut away by truncation), ``marker_lost_indices`` (the first 20 such examples' indices),
-            ``marker_missing`` (fewer than two argument placeholders in the file's text, before any
-            truncation), ``marker_missing_indices`` (the first 20), ``subtokens``.
-    """
-
-    features: list[dict]
-    example_index: list[int]
-    stats: dict[str, object] = field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return len(self.features)
-
-    def __getitem__(self, index: int) -> dict:
-        return self.features[index]
 
 
 def encode_re_split(

@@ -2,9 +2,9 @@
 factoid in BioBERT's SQuAD form), start / end logits over overlapping context windows
 (``downstream.task.Task``).
 
-The reading and the split by document are in :mod:`downstream.qa`, the windows and the answer
-post-processing in :mod:`downstream.qa_spans`, the metrics (SQuAD exact match and token F1; BioASQ strict / lenient accuracy and MRR over the top 5) in
-:mod:`downstream.qa_metrics`. This module puts them behind the trial runner's interface.
+The reading and the split by document are in :mod:`downstream.qa.data`, the windows and the answer
+post-processing in :mod:`downstream.qa.spans`, the metrics (SQuAD exact match and token F1; BioASQ strict / lenient accuracy and MRR over the top 5) in
+:mod:`downstream.qa.metrics`. This module puts them behind the trial runner's interface.
 """
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ from typing import Any, ClassVar
 
 from bioelectra.textio import atomic_write_text
 from downstream.errors import DatasetUnavailableError, DownstreamError
-from downstream.qa import (
+from downstream.qa.analysis import qa_classification_report, qa_errors
+from downstream.qa.data import (
     QaSplit,
     read_golden_factoid,
     read_squad_file,
     split_by_document,
 )
-from downstream.qa_metrics import bioasq_factoid_metrics, squad_metrics
-from downstream.qa_spans import (
+from downstream.qa.metrics import bioasq_factoid_metrics, squad_metrics
+from downstream.qa.spans import (
     QaFeatures,
     QaPrediction,
     encode_qa_features,
@@ -102,7 +103,7 @@ class QaDataset:
 
 class QaEvaluator:
     """``compute_metrics`` for the Trainer on one QA split: the windows' start / end logits become each
-    question's answer and n-best list (:func:`downstream.qa_spans.postprocess_predictions`), scored with the SQuAD
+    question's answer and n-best list (:func:`downstream.qa.spans.postprocess_predictions`), scored with the SQuAD
     and BioASQ measures. The full result (predictions with their n-best lists) is kept in ``last``."""
 
     def __init__(self, split: QaSplit, features: QaFeatures, *, n_best_size: int, max_answer_length: int,
@@ -156,9 +157,9 @@ class QaTask(TaskKind):
         max_train_examples: keep only the first N training questions.
         dev_fraction: fraction of the training documents cut off as the development part when there is none.
         dev_split_seed: seed of the splits by document and of the answerless-window sample.
-        doc_stride, max_query_length: windowing (:func:`downstream.qa_spans.encode_qa_features`).
+        doc_stride, max_query_length: windowing (:func:`downstream.qa.spans.encode_qa_features`).
         max_answer_length, n_best_size, null_score_threshold: post-processing
-            (:func:`downstream.qa_spans.postprocess_predictions`).
+            (:func:`downstream.qa.spans.postprocess_predictions`).
         null_window_fraction: fraction in (0, 1] of the training windows without the answer that are kept.
 
     Raises:
@@ -345,6 +346,11 @@ class QaTask(TaskKind):
         if isinstance(logits, tuple | list):
             return tuple(logits[:2])
         raise DownstreamError(f"expected (start_logits, end_logits) from the QA model, got {type(logits).__name__}")
+
+    def analysis(self, results: dict[str, EvalResult], info: dict[str, Any]) -> tuple[str, str]:
+        """``classification_report.txt`` (the scores of each split) and ``errors.txt`` (wrong answers)."""
+        report = qa_classification_report({name: r.metrics for name, r in results.items()}, info)
+        return report, qa_errors({name: (self.splits[name], r.predictions) for name, r in results.items()})
 
     def write_predictions(self, path: Path, name: str, result: EvalResult) -> None:
         """``predictions.json`` (question id -> answer text, as the SQuAD evaluation script reads it) and

@@ -1,7 +1,7 @@
 """The yes/no question answering task kind (``--loader yesno``): PubMedQA PQA-L and BioASQ yes/no, the
 question and its passage as a sentence pair into a sequence classifier (the relation-extraction heads),
 accuracy and macro-F1 over the questions (``downstream.task.Task``). Reading and splits:
-:mod:`downstream.yesno`."""
+:mod:`downstream.yesno.data`."""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from bioelectra.textio import atomic_write_text
+from downstream.classification import RE_HEADS, EncodedReSplit
 from downstream.errors import DataFormatError, DownstreamError
-from downstream.metrics import YESNO_METRIC_MODE, classification_metrics
-from downstream.re import EncodedReSplit
-from downstream.re_task import RE_HEADS
 from downstream.task import SPLITS, ClassifierTask, EvalResult
-from downstream.yesno import (
+from downstream.yesno.analysis import yesno_classification_report, yesno_errors
+from downstream.yesno.data import (
     YESNO_LABELS,
     YesNoSplit,
     cut_by_question,
@@ -24,6 +23,7 @@ from downstream.yesno import (
     read_golden_yesno,
     read_yesno_file,
 )
+from downstream.yesno.metrics import YESNO_METRIC_MODE, classification_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -88,12 +88,12 @@ class YesNoTask(ClassifierTask):
     """Yes/no(/maybe) question answering: the question and its passage as a sentence pair, classified over
     the answers found in train + dev (in ``yes``, ``no``, ``maybe`` order).
 
-    Splits: PubMedQA's ``ori_pqal.json`` gets its official split (:func:`downstream.yesno.pubmedqa_split`,
+    Splits: PubMedQA's ``ori_pqal.json`` gets its official split (:func:`downstream.yesno.data.pubmedqa_split`,
     BLURB's fold 0: 450 / 50 / 500); split files are used as given; a missing development file is cut from
     train by question (``dev_fraction``, ``dev_split_seed``).
 
     Args:
-        files: ``{"all"}`` or ``{"train", "test"[, "dev"][, "golden"]}`` (:func:`downstream.yesno.find_yesno_files`).
+        files: ``{"all"}`` or ``{"train", "test"[, "dev"][, "golden"]}`` (:func:`downstream.yesno.data.find_yesno_files`).
         max_train_examples: keep only the first N training examples.
         dev_fraction, dev_split_seed: the development cut when there is no development file.
         re_head: the classifier head, as for relation extraction (``electra``: dropout + linear over
@@ -177,14 +177,19 @@ class YesNoTask(ClassifierTask):
         return DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to_multiple_of)
 
     def build_model(self, checkpoint: str, **config_overrides):
-        """:func:`downstream.heads.load_sequence_classifier` with this task's answers as labels."""
-        from downstream.heads import load_sequence_classifier
+        """:func:`downstream.classification.load_sequence_classifier` with this task's answers as labels."""
+        from downstream.classification import load_sequence_classifier
 
         return load_sequence_classifier(checkpoint, head=self.re_head, labels=self.labels, **config_overrides)
 
     def reduce_logits(self, logits, labels):
         """Keep the logits ``(batch, num_labels)``: a BioASQ question averages its snippets' probabilities."""
         return logits[0] if isinstance(logits, tuple | list) else logits
+
+    def analysis(self, results: dict[str, EvalResult], info: dict[str, Any]) -> tuple[str, str]:
+        """``classification_report.txt`` (per answer, macro average, confusion) and ``errors.txt`` (wrong answers)."""
+        report = yesno_classification_report({name: r.metrics for name, r in results.items()}, info)
+        return report, yesno_errors({name: (self.splits[name], r.predictions) for name, r in results.items()})
 
     def write_predictions(self, path: Path, name: str, result: EvalResult) -> None:
         """``question_id<TAB>gold<TAB>predicted<TAB>P(answer)...`` with a header, one line per question."""

@@ -8,7 +8,7 @@ NER, per document:
    each word's character span is read from the sub-tokens' offset mapping, so offsets point into the
    ORIGINAL text whatever the normalisation (lower-casing, accent stripping) does;
 3. windows: a sentence longer than ``max_seq_length - 2`` sub-tokens is cut at word boundaries into
-   consecutive windows (:func:`downstream.ner.window_spans`, as in fine-tuning), so every word gets exactly
+   consecutive windows (:func:`downstream.ner.data.window_spans`, as in fine-tuning), so every word gets exactly
    one prediction and no text is skipped;
 4. tags: a word takes the label predicted at its FIRST sub-token (:data:`PIPELINE_AGGREGATION`), the only
    sub-token with a label in training; its score is the softmax probability of that label there;
@@ -18,9 +18,9 @@ NER, per document:
 
 RE: each input is one sentence whose two arguments are replaced by the dataset's placeholders
 (``@CHEMICAL$ inhibits @GENE$ .``); it is encoded exactly as in fine-tuning
-(:func:`downstream.re.encode_re_split`) and gets the arg-max label and the softmax over all labels.
+(:func:`downstream.relation.data.encode_re_split`) and gets the arg-max label and the softmax over all labels.
 
-Input and output formats live in :mod:`downstream.predict_io`.
+Input and output formats live in :mod:`downstream.predict.formats`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import TextIO
 
 from bioelectra.textio import atomic_open
 from downstream.errors import DownstreamError
-from downstream.predict_io import (
+from downstream.predict.formats import (
     OUTPUT_FORMATS,
     Document,
     input_format_for,
@@ -56,7 +56,7 @@ PIPELINE_AGGREGATION = "first"
 #: ``entity_type``.
 UNTYPED_ENTITY = "entity"
 
-from downstream.sentences import ABBREVIATIONS, split_sentences  # noqa: E402,F401 - re-exported
+from downstream.predict.sentences import split_sentences  # noqa: E402
 
 # --- results --------------------------------------------------------------------------------------------------
 
@@ -179,7 +179,7 @@ def check_model_dir(model_dir: str | Path) -> str:
             that is neither (a pre-training discriminator, a question answering model, a base model), naming
             the folder, its architectures and what was expected.
     """
-    from downstream.evaluate import ARCHITECTURE_KINDS
+    from downstream.trial.evaluate import ARCHITECTURE_KINDS
 
     model_dir = Path(model_dir)
     expected = ("a fine-tuned model folder: save_pretrained of a token classification (NER) or sequence "
@@ -280,7 +280,7 @@ class EntityTagger(Predictor):
         """Entities of each document, in input order (see the module docstring for the steps).
 
         Args:
-            documents: :class:`~downstream.predict_io.Document` objects, or strings (ids ``"0"``, ``"1"`` ...).
+            documents: :class:`~downstream.predict.formats.Document` objects, or strings (ids ``"0"``, ``"1"`` ...).
             progress: called with the number of documents finished after each chunk.
         """
         chunk: list[Document] = []
@@ -318,7 +318,7 @@ class EntityTagger(Predictor):
         return result
 
     def _tag_chunk(self, chunk: list[Document]) -> Iterator[DocumentEntities]:
-        from downstream.ner import window_spans
+        from downstream.ner.data import window_spans
 
         budget = self.max_seq_length - 2
         cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
@@ -367,8 +367,8 @@ class RelationClassifier(Predictor):
 
     def placeholders(self) -> list[str]:
         """The entity placeholders the tokenizer was given in fine-tuning: its added tokens among
-        :data:`downstream.re.PLACEHOLDERS`, in that order."""
-        from downstream.re import PLACEHOLDERS
+        :data:`downstream.relation.data.PLACEHOLDERS`, in that order."""
+        from downstream.relation.data import PLACEHOLDERS
 
         added = set(self.tokenizer.get_added_vocab())
         return [t for t in PLACEHOLDERS if t in added]
@@ -381,7 +381,7 @@ class RelationClassifier(Predictor):
         sees no marked arguments), and one naming sentences with a tab (a TSV file read as plain text?).
 
         Args:
-            sentences: :class:`~downstream.predict_io.Document` objects or strings.
+            sentences: :class:`~downstream.predict.formats.Document` objects or strings.
             progress: called with the number of sentences finished after each chunk.
         """
         chunk: list[Document] = []
@@ -398,7 +398,7 @@ class RelationClassifier(Predictor):
                 progress(len(chunk))
 
     def _classify_chunk(self, chunk: list[Document]) -> Iterator[RelationPrediction]:
-        from downstream.re import ReExample, ReSplit, add_placeholder_tokens, encode_re_split
+        from downstream.relation.data import ReExample, ReSplit, add_placeholder_tokens, encode_re_split
 
         placeholders = self.placeholders()
         if placeholders:
@@ -441,7 +441,7 @@ def load_predictor(
 
     Returns:
         An :class:`EntityTagger` (token classification) or a :class:`RelationClassifier` (sequence
-        classification: ``AutoModelForSequenceClassification``, or :class:`downstream.heads.ElectraForRelationClassification`
+        classification: ``AutoModelForSequenceClassification``, or :class:`downstream.classification.ElectraForRelationClassification`
         for ``ElectraForRelationClassification`` folders, finetune's default RE head), in evaluation mode on
         ``device``.
 
@@ -454,8 +454,8 @@ def load_predictor(
     from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
 
     from downstream.checkpoints import load_tokenizer, quiet_transformers
-    from downstream.evaluate import model_labels
-    from downstream.ner import check_entity_type, parse_tag
+    from downstream.ner.data import check_entity_type, parse_tag
+    from downstream.trial.evaluate import model_labels
 
     model_dir = Path(model_dir)
     kind = check_model_dir(model_dir)
@@ -487,7 +487,7 @@ def load_predictor(
     if any(str(arch).endswith("ForRelationClassification") for arch in config.get("architectures") or []):
         # finetune's default RE head (--re-head electra): dropout + linear over [CLS]. The Auto class would
         # build transformers' two-layer head instead and initialise it at random.
-        from downstream.heads import ElectraForRelationClassification as model_class
+        from downstream.classification import ElectraForRelationClassification as model_class
     torch_device = resolve_device(device)
     try:
         with quiet_transformers():
@@ -545,18 +545,18 @@ def predict_files(
 
     Args:
         model_dir: the fine-tuned model folder.
-        sources: input files, ``"-"`` (or none) for standard input; formats in :mod:`downstream.predict_io`.
+        sources: input files, ``"-"`` (or none) for standard input; formats in :mod:`downstream.predict.formats`.
         output_format: ``jsonl`` (NER: one line per entity; RE: one per sentence), ``conll`` or ``brat`` (NER).
         output: a file (jsonl, conll; written atomically) or a folder (brat); None writes to ``stdout``.
         stdout: where output goes when ``output`` is None.
-        input_format, text_field, id_field, document_per_file: see :func:`~downstream.predict_io.read_documents`.
+        input_format, text_field, id_field, document_per_file: see :func:`~downstream.predict.formats.read_documents`.
         max_seq_length, batch_size, device: see :func:`load_predictor`.
         progress: called with the number of documents finished, chunk by chunk.
 
     Raises:
         DownstreamError: a bad model folder, an output format the model kind cannot write (conll or brat with
             a RE model), brat without ``output``, PubMed XML or ``document_per_file`` with a RE model.
-        DataFormatError: bad input (see :func:`~downstream.predict_io.read_documents`).
+        DataFormatError: bad input (see :func:`~downstream.predict.formats.read_documents`).
     """
     if output_format not in OUTPUT_FORMATS:
         raise DownstreamError(f"--format {output_format!r}: expected one of {', '.join(OUTPUT_FORMATS)}")

@@ -8,11 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from downstream.errors import DownstreamError
-from downstream.ner_task import NerEvaluator, NerTask
-from downstream.qa_task import QaTask
-from downstream.re_task import RE_HEADS, ReEvaluator, ReTask
-from downstream.task import SPLITS, EvalResult, Task, argmax_logits
-from downstream.yesno_task import YesNoTask
+from downstream.ner.task import NerTask
+from downstream.qa.task import QaTask
+from downstream.relation.task import ReTask
+from downstream.yesno.task import YesNoTask
 
 #: Task kind (``--loader``) -> its class.
 TASKS: dict[str, type] = {cls.kind: cls for cls in (NerTask, ReTask, QaTask, YesNoTask)}
@@ -37,9 +36,3 @@ def build_task(kind: str, files: dict[str, Path], **options):
         DownstreamError: unknown task kind.
     """
     return task_class(kind)(files, **options)
-
-
-__all__ = [
-    "RE_HEADS", "SPLITS", "TASKS", "EvalResult", "NerEvaluator", "NerTask", "QaTask", "ReEvaluator", "ReTask", "Task", "YesNoTask",
-    "argmax_logits", "build_task", "task_class",
-]  # fmt: skip

@@ -1,6 +1,6 @@
 """Extractive question answering between the examples and the answers: windowing long contexts for the
 model, turning start / end logits back into answer texts, and pooling them per question (BioASQ). Reading
-and splitting the files are in :mod:`downstream.qa`, the metrics in :mod:`downstream.qa_metrics`.
+and splitting the files are in :mod:`downstream.qa.data`, the metrics in :mod:`downstream.qa.metrics`.
 
 The windowing and post-processing follow the SQuAD reference code (Devlin et al. 2019, BERT's
 ``run_squad.py``: ``convert_examples_to_features``, ``_check_is_max_context``, ``write_predictions``) with a
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from downstream.qa import QaExample, QaSplit
+from downstream.qa.data import QaExample, QaSplit
 
 # ---------------------------------------------------------------------------------------------- windowing
 

@@ -4,12 +4,12 @@ and the terminal tables."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bioelectra.textio import atomic_write_text
 from downstream.errors import DownstreamError
-from downstream.metrics import summarize
 from downstream.registry import get_spec
 from downstream.settings import STD_DDOF, FinetuneSettings
 
@@ -164,7 +164,7 @@ def format_markdown(report: dict[str, Any]) -> str:
     for split in ("train", "dev", "test"):
         c = counts[split]
         lines.append(f"| {split} | `{c['file']}` | " + " | ".join(str(c.get(key, "-")) for key, _ in columns) + " |")
-    from downstream.tasks import TASKS
+    from downstream.kinds import TASKS
 
     if report["task"] in TASKS:
         lines += TASKS[report["task"]].markdown_extras(report)
@@ -228,3 +228,28 @@ def format_folds_table(report: dict[str, Any]) -> str:
     rows.append(f"{'mean':>5} {_pct(dev['mean']):>8} {_pct(test['mean']):>8}")
     rows.append(f"{'std':>5} {_pct(dev['std']):>8} {_pct(test['std']):>8}   (ddof={report['std_ddof']})")
     return "\n".join(rows)
+
+
+def summarize(values: Sequence[float], *, ddof: int = 1) -> dict[str, float | int | None]:
+    """Mean, standard deviation, min and max of per-trial values.
+
+    Args:
+        values: one value per trial.
+        ddof: delta degrees of freedom of the standard deviation (1: sample std, the usual report for
+            repeated fine-tuning runs). With a single value the std is None.
+
+    Returns:
+        ``{"mean", "std", "ddof", "min", "max", "n"}``.
+    """
+    import statistics
+
+    values = [float(v) for v in values]
+    if not values:
+        return {"mean": None, "std": None, "ddof": ddof, "min": None, "max": None, "n": 0}
+    mean = statistics.fmean(values)
+    std: float | None
+    if len(values) > ddof:
+        std = (sum((v - mean) ** 2 for v in values) / (len(values) - ddof)) ** 0.5
+    else:
+        std = None
+    return {"mean": mean, "std": std, "ddof": ddof, "min": min(values), "max": max(values), "n": len(values)}

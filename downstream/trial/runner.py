@@ -13,7 +13,7 @@ development set by ``settings.metric``, evaluates that model on the test set, an
   ``transformers.pipeline``).
 
 What differs between task kinds (metrics summarised, count columns, prediction files, how the metric is
-stated) comes from the task adapter (``downstream.tasks``). ``run_folds`` runs ``run_trials`` once per
+stated) comes from the task adapter (``downstream.kinds``). ``run_folds`` runs ``run_trials`` once per
 cross-validation fold (GAD) into ``output_dir/fold-<k>/`` and writes the mean over folds.
 
 Running the same command again reuses finished trials (``trial-<i>/trial.json`` with the same settings)
@@ -34,52 +34,45 @@ from pathlib import Path
 from typing import Any
 
 from bioelectra.textio import atomic_write_text
-from downstream.analysis import dev_history, epoch_losses, train_loss_history, write_trial_analysis
 from downstream.checkpoints import check_max_seq_length, load_tokenizer
 from downstream.errors import DownstreamError
-from downstream.metrics import summarize
-from downstream.model_card import write_model_card
-from downstream.plots import plot_report
-from downstream.reports import (  # noqa: F401 - re-exported: the public names of the trial runner
-    dataset_title,
-    format_folds_markdown,
-    format_folds_table,
-    format_markdown,
-    format_summary_table,
-    write_reports,
-)
-from downstream.settings import (  # noqa: F401 - re-exported
-    CPU_MICRO_BATCH_TOKENS,
-    SELECTION_METRICS,
+from downstream.kinds import build_task, task_class
+from downstream.settings import (
     STD_DDOF,
     FinetuneSettings,
     check_layerwise_lr_decay,
     check_metric,
-    resolve_micro_batch_tokens,
-    resolve_precision,
 )
-from downstream.tasks import build_task, task_class
+from downstream.trial.analysis import dev_history, epoch_losses, train_loss_history, write_trial_analysis
+from downstream.trial.model_card import write_model_card
+from downstream.trial.plots import plot_report
+from downstream.trial.reports import (
+    dataset_title,
+    format_folds_markdown,
+    summarize,
+    write_reports,
+)
 
 logger = logging.getLogger(__name__)
 
 
 def build_trainer(settings: FinetuneSettings, task, tokenizer, *, seed: int, output_dir: Path):
-    """:func:`downstream.trainer.build_trainer` (imported on first use: it loads transformers' Trainer)."""
-    from downstream.trainer import build_trainer as build
+    """:func:`downstream.trial.trainer.build_trainer` (imported on first use: it loads transformers' Trainer)."""
+    from downstream.trial.trainer import build_trainer as build
 
     return build(settings, task, tokenizer, seed=seed, output_dir=output_dir)
 
 
 def split_batch(inputs: dict[str, Any], max_tokens: int) -> list[dict[str, Any]]:
-    """:func:`downstream.trainer.split_batch`."""
-    from downstream.trainer import split_batch as split
+    """:func:`downstream.trial.trainer.split_batch`."""
+    from downstream.trial.trainer import split_batch as split
 
     return split(inputs, max_tokens)
 
 
 def layerwise_lr_scales(model, decay: float) -> dict[str, float]:
-    """:func:`downstream.trainer.layerwise_lr_scales`."""
-    from downstream.trainer import layerwise_lr_scales as scales
+    """:func:`downstream.trial.trainer.layerwise_lr_scales`."""
+    from downstream.trial.trainer import layerwise_lr_scales as scales
 
     return scales(model, decay)
 
@@ -92,7 +85,7 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
     ckpt_dir = trial_dir / "checkpoints"
     trainer, dev_evaluator = build_trainer(settings, task, tokenizer, seed=seed, output_dir=ckpt_dir)
     trainer.add_callback(_non_finite_loss_callback(trial_index))
-    from downstream.progress import use_trial_progress
+    from downstream.trial.progress import use_trial_progress
 
     use_trial_progress(trainer, f"trial {trial_index + 1}/{settings.num_trials} (seed {seed})", metrics=task.report_metrics)
     started = time.perf_counter()
@@ -282,8 +275,8 @@ def parse_folds(folds: str, settings: FinetuneSettings) -> list[int]:
     Raises:
         ValueError: ``all`` on data without fold folders, or a list that is not numbers.
     """
-    from downstream.re import list_folds
-    from downstream.re_task import ReTask
+    from downstream.relation.data import list_folds
+    from downstream.relation.task import ReTask
 
     if folds.strip().lower() == "all":
         folder = ReTask.data_folder(settings)

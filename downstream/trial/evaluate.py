@@ -14,8 +14,8 @@ from typing import Any
 from bioelectra.textio import atomic_write_text
 from downstream.checkpoints import check_max_seq_length, load_tokenizer
 from downstream.errors import DownstreamError
+from downstream.kinds import build_task, task_class
 from downstream.settings import FinetuneSettings
-from downstream.tasks import build_task, task_class
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ def evaluate_model(settings: FinetuneSettings) -> dict[str, Any]:
         DownstreamError: a folder that is not a fine-tuned model, labels that do not match the data's
             (both sets listed), missing data.
     """
-    from downstream.trainer import build_trainer
+    from downstream.trial.trainer import build_trainer
 
     model_dir = Path(settings.checkpoint)
     kind = task_class(settings.task)
@@ -118,7 +118,7 @@ EVALUATION_METRICS = ("precision", "recall", "f1")
 
 def _title(name: str) -> str:
     """A metric's title in evaluation reports: precision and recall in full, the others as tables show them."""
-    from downstream.reports import METRIC_TITLES
+    from downstream.trial.reports import METRIC_TITLES
 
     return name if name in ("precision", "recall") else METRIC_TITLES.get(name, name)
 

@@ -1,5 +1,5 @@
 """Plots of a fine-tuning run, drawn from its ``results.json`` (whose trials hold ``dev_history`` and
-``train_loss_history``, see :mod:`downstream.analysis`) into ``<output-dir>/plots/``:
+``train_loss_history``, see :mod:`downstream.trial.analysis`) into ``<output-dir>/plots/``:
 
 - ``dev_f1.png``: the development F1 after each epoch, one line per trial, the kept (best) epoch ringed;
 - ``test_f1_spread.png``: each trial's test F1 (the kept epoch's model), with the mean and ± one sample

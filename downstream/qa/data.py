@@ -1,7 +1,7 @@
 """Extractive question answering, from files to the model and back: reading SQuAD 1.1 / 2.0 files
 (COVID-QA, BioASQ in SQuAD form) and a seeded split by document. The windows over long contexts and the
-answers taken back from start / end logits are in :mod:`downstream.qa_spans`; the metrics in
-:mod:`downstream.qa_metrics`.
+answers taken back from start / end logits are in :mod:`downstream.qa.spans`; the metrics in
+:mod:`downstream.qa.metrics`.
 """
 
 

@@ -190,7 +190,7 @@ _TITLES = {
 
 def _kind_sections(kind: str, settings: FinetuneSettings, labels: list[str], f1_name: str) -> tuple[str, str, str, str]:
     """The kind's usage example, labels section, limits and the line that says what the scores are."""
-    from downstream.predict import PIPELINE_AGGREGATION
+    from downstream.predict.predictor import PIPELINE_AGGREGATION
 
     if kind == "ner":
         usage = f'''```python

@@ -25,7 +25,7 @@ DEFAULT_METRICS = ("f1", "precision", "recall")
 def _columns(metrics=DEFAULT_METRICS) -> tuple[tuple[str, str, int], ...]:
     """The columns of an epoch row: the fixed ones, then ``dev <title>`` per metric (fractions, printed as
     percentages)."""
-    from downstream.reports import METRIC_TITLES
+    from downstream.trial.reports import METRIC_TITLES
 
     extra = tuple((f"dev {METRIC_TITLES.get(m, m)}", f"eval_{m}", max(7, len(METRIC_TITLES.get(m, m)) + 4)) for m in metrics)
     return _FIXED_COLUMNS + extra

@@ -7,12 +7,12 @@ import logging
 from pathlib import Path
 from typing import Any, ClassVar
 
-from downstream.ddi import build_ddi_tsvs, ddi_document_of
+from downstream.classification import RE_HEADS, EncodedReSplit, re_metric_mode, re_metrics
 from downstream.errors import DownstreamError
-from downstream.metrics import re_metric_mode, re_metrics
-from downstream.re import (
+from downstream.registry import locate_dataset_dir
+from downstream.relation.analysis import re_classification_report, re_errors
+from downstream.relation.data import (
     NEGATIVE_LABELS,
-    EncodedReSplit,
     ReExample,
     ReSplit,
     add_placeholder_tokens,
@@ -25,7 +25,7 @@ from downstream.re import (
     read_re_file,
     write_re_predictions,
 )
-from downstream.registry import locate_dataset_dir
+from downstream.relation.ddi import build_ddi_tsvs, ddi_document_of
 from downstream.task import SPLITS, ClassifierTask, EvalResult
 
 logger = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 class ReEvaluator:
     """``compute_metrics`` for the Trainer on one RE split: maps the (length-sorted) predictions back to
-    file order and scores them with :func:`downstream.metrics.re_metrics`. The full result (per-class
+    file order and scores them with :func:`downstream.relation.metrics.re_metrics`. The full result (per-class
     report, confusion matrix, predicted labels) is kept in ``last``."""
 
     def __init__(self, split: ReSplit, encoded: EncodedReSplit, labels: list[str], positive_labels: list[str]):
@@ -64,7 +64,7 @@ class ReTask(ClassifierTask):
     Reads the files (building DDI's TSVs from the XML zip once, cached), cuts a seeded development split
     from train when there is none (or it is empty), fixes the label set from train + dev (negative label
     first), and refuses test labels outside it. ``encode`` adds the entity placeholders found in the data
-    to the tokenizer as single special tokens (see ``downstream.re``); ``build_model`` resizes the
+    to the tokenizer as single special tokens (see ``downstream.relation.data``); ``build_model`` resizes the
     embeddings to match.
 
     Args:
@@ -199,14 +199,19 @@ class ReTask(ClassifierTask):
 
     def build_model(self, checkpoint: str, **config_overrides):
         """A fresh sequence classifier from ``checkpoint`` with this task's labels, embeddings resized to the
-        tokenizer with placeholders (``encode`` first): :func:`downstream.heads.load_sequence_classifier`.
+        tokenizer with placeholders (``encode`` first): :func:`downstream.classification.load_sequence_classifier`.
 
         Raises:
             DownstreamError: ``re_head="electra"`` on a non-ELECTRA checkpoint.
         """
-        from downstream.heads import load_sequence_classifier
+        from downstream.classification import load_sequence_classifier
 
         return load_sequence_classifier(checkpoint, head=self.re_head, labels=self.labels, vocab_size=self.vocab_size, **config_overrides)
+
+    def analysis(self, results: dict[str, EvalResult], info: dict[str, Any]) -> tuple[str, str]:
+        """``classification_report.txt`` (per class, micro over the positive labels, confusion) and ``errors.txt``."""
+        report = re_classification_report({name: r.metrics for name, r in results.items()}, info)
+        return report, re_errors({name: (self.splits[name], r.predictions) for name, r in results.items()})
 
     def write_predictions(self, path: Path, name: str, result: EvalResult) -> None:
         write_re_predictions(path, self.splits[name], result.predictions)
@@ -253,10 +258,6 @@ class ReTask(ClassifierTask):
             "dev_split_seed": settings.dev_split_seed,
             "re_head": settings.re_head,
         }
-
-
-#: ``--re-head`` choices -> the model class used.
-RE_HEADS = {"electra": "ElectraForRelationClassification", "hf": "AutoModelForSequenceClassification"}
 
 
 def _ddi_group(example: ReExample) -> str:

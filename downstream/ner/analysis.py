@@ -1,19 +1,13 @@
-"""What a person reads after a trial: ``classification_report.txt`` and ``errors.txt``, and the per-epoch
-histories a trial keeps in ``trial.json``.
-
-NER (the layout of the analysis tools the project started from):
+"""What a person reads after a NER trial (the layout of the analysis tools the project started from):
 
 - the entity-level report per type with micro, macro and weighted averages (seqeval's
   ``classification_report`` in its default mode, the one the metrics use:
-  :data:`downstream.metrics.NER_METRIC_MODE`);
+  :data:`downstream.ner.metrics.NER_METRIC_MODE`);
 - the word-level report: precision, recall, F1 and support of each IOB2 tag over words, and their micro
   average over the entity tags (every tag but ``O``) (:func:`word_report`, :func:`word_micro_average`);
-- the best epoch, its training loss and its validation loss (:func:`epoch_losses`);
+- the best epoch, its training loss and its validation loss;
 - the sentences with at least one wrong tag as ``TOKEN / GOLD / PRED`` columns, and the entity errors by
   kind (:func:`sentence_errors`).
-
-RE: the per-class report, the micro scores over the positive labels (:func:`downstream.metrics.re_metrics`),
-the confusion matrix, and the misclassified examples with counts per (gold, predicted) pair.
 """
 
 from __future__ import annotations
@@ -24,15 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bioelectra.textio import atomic_write_text
-from downstream.metrics import NER_METRIC_MODE
+from downstream.ner.metrics import NER_METRIC_MODE
 from downstream.report_text import epoch_lines, split_title, table
 
 #: The error kinds of :func:`sentence_errors`, in report order.
 ERROR_KINDS = ("missed", "spurious", "wrong boundary", "wrong type")
 
-#: The metrics of an evaluation kept per epoch in ``trial.json``'s ``dev_history`` (those logged).
-HISTORY_METRICS = ("f1", "precision", "recall", "accuracy", "loss", "exact_match")
 
 Entity = tuple[str, int, int]  # (type, first word, last word), last inclusive
 
@@ -201,7 +192,7 @@ def ner_errors(splits: dict[str, tuple[Any, Sequence[Sequence[str]]]]) -> str:
         wrong tag, headed by its split, index and file line, as ``TOKEN GOLD PRED`` columns with ``<<``
         after each wrong row, followed by its entity errors.
     """
-    summary = ["error kinds (entities; see downstream/analysis.py sentence_errors for the definitions):"]
+    summary = ["error kinds (entities; see downstream/ner/analysis.py sentence_errors for the definitions):"]
     blocks = []
     for name, (split, predicted) in splits.items():
         sentences = split.sentences
@@ -243,176 +234,3 @@ def ner_errors(splits: dict[str, tuple[Any, Sequence[Sequence[str]]]]) -> str:
             + ", ".join(f"{kind} {counts[kind]}" for kind in ERROR_KINDS)
         )
     return "\n".join(summary) + "\n\n" + "\n\n".join(blocks) + ("\n" if blocks else "")
-
-
-def re_classification_report(results: dict[str, dict[str, Any]], info: dict[str, Any]) -> str:
-    """``classification_report.txt`` for RE.
-
-    Args:
-        results: ``{"dev": metrics, "test": metrics}``, each the dict of :func:`downstream.metrics.re_metrics`.
-        info: ``best_epoch``, ``train_loss``, ``dev_loss``.
-    """
-    parts = [epoch_lines(info)]
-    for name, m in results.items():
-        support = m.get("num_gold_positive", 0)
-        micro = {"precision": m["precision"], "recall": m["recall"], "f1": m["f1"], "support": support}
-        labels = list(m["confusion"])
-        corner = "gold \\ predicted"
-        width = max(len(x) for x in [*labels, corner]) + 2
-        columns = [max(8, len(label) + 2) for label in labels]
-        confusion = [
-            f"{corner:<{width}}" + "".join(f"{label:>{w}}" for label, w in zip(labels, columns, strict=True))
-        ]
-        for g in labels:
-            confusion.append(
-                f"{g:<{width}}"
-                + "".join(f"{m['confusion'][g][p]:>{w}}" for p, w in zip(labels, columns, strict=True))
-            )
-        parts.append(
-            f"=== {split_title(name)}: per class (support: gold examples) ===\n"
-            f"{table(m['per_class'], 'label', {'micro (positive labels)': micro})}\n"
-            f"(micro over the positive labels {', '.join(m.get('positive_labels', []))}, the benchmark's score; "
-            "support: gold positive examples)\n"
-            f"accuracy (all examples) {m.get('accuracy', 0):.4f}\n\n"
-            "confusion matrix (rows gold, columns predicted):\n" + "\n".join(confusion)
-        )
-    return "\n\n".join(parts) + "\n"
-
-
-def re_errors(splits: dict[str, tuple[Any, Sequence[str]]]) -> str:
-    """``errors.txt`` for RE.
-
-    Args:
-        splits: ``{"dev": (ReSplit, predicted labels), "test": ...}``.
-
-    Returns:
-        The counts of misclassified examples per (gold, predicted) pair for each split, then one
-        tab-separated row per misclassified example: split, index, file line, gold, predicted, sentence.
-    """
-    summary, rows = (
-        ["misclassified examples per (gold -> predicted):"],
-        ["split\tindex\tline\tgold\tpredicted\tsentence"],
-    )
-    for name, (split, predicted) in splits.items():
-        if len(split.examples) != len(predicted):
-            raise ValueError(f"{split.path}: {len(split.examples)} examples but {len(predicted)} predicted")
-        wrong = [(ex, p) for ex, p in zip(split.examples, predicted, strict=True) if ex.label != p]
-        pairs = Counter((ex.label, p) for ex, p in wrong)
-        summary.append(
-            f"  {name}: {len(wrong)} of {len(predicted)}"
-            + "".join(f"; {g} -> {p}: {n}" for (g, p), n in pairs.most_common())
-        )
-        rows += [f"{name}\t{ex.index}\t{ex.line}\t{ex.label}\t{p}\t{ex.sentence}" for ex, p in wrong]
-    return "\n".join(summary) + "\n\n" + "\n".join(rows) + "\n"
-
-
-def epoch_losses(log_history: list[dict[str, Any]], epoch: float | None) -> dict[str, float | None]:
-    """The training and validation loss of the evaluation at ``epoch``, from the Trainer's ``log_history``.
-
-    The evaluation is the last ``eval_loss`` entry whose ``epoch`` rounded to 2 decimals is ``epoch`` (the
-    trial runner's best epoch is rounded so). Its training loss is the mean of the ``loss`` entries logged
-    after the previous evaluation up to it (each the Trainer's mean over the steps since its previous log;
-    the same definition as the epoch table ``finetune`` shows), ``None`` when none was logged (an epoch
-    shorter than ``logging_steps``).
-
-    Returns:
-        ``{"train_loss", "dev_loss"}``, ``None`` where unknown.
-    """
-    none = {"train_loss": None, "dev_loss": None}
-    if epoch is None:
-        return none
-    evals = [i for i, e in enumerate(log_history) if "eval_loss" in e]
-    at = [
-        i
-        for i in evals
-        if isinstance(log_history[i].get("epoch"), int | float)
-        and abs(round(log_history[i]["epoch"], 2) - epoch) < 1e-6
-    ]
-    if not at:
-        return none
-    end = at[-1]
-    start = max((i for i in evals if i < end), default=-1)
-    losses = [e["loss"] for e in log_history[start + 1 : end] if isinstance(e.get("loss"), int | float)]
-    return {
-        "train_loss": sum(losses) / len(losses) if losses else None,
-        "dev_loss": log_history[end]["eval_loss"],
-    }
-
-
-def dev_history(log_history: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
-    """``trial.json``'s ``dev_history``: one entry per development evaluation, in order.
-
-    Args:
-        log_history: ``trainer.state.log_history``.
-        metric: the selection metric (``settings.metric``, with or without ``eval_``).
-
-    Returns:
-        ``[{"epoch", "step", "f1", "precision", "recall", "accuracy", "loss", "selection_metric",
-        "selection_value"}]`` (a metric the task does not log is ``None``; fractions in [0, 1]).
-    """
-    name = metric.removeprefix("eval_")
-    return [
-        {
-            "epoch": e.get("epoch"),
-            "step": e.get("step"),
-            **{k: e.get(f"eval_{k}") for k in HISTORY_METRICS},
-            "selection_metric": name,
-            "selection_value": e.get(f"eval_{name}"),
-        }
-        for e in log_history
-        if "eval_loss" in e
-    ]
-
-
-def train_loss_history(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``trial.json``'s ``train_loss_history``: each logged training loss (the Trainer's mean over the
-    steps since its previous log, every ``logging_steps`` optimizer steps) as ``{"step", "epoch", "loss",
-    "learning_rate"}``."""
-    return [
-        {
-            "step": e["step"],
-            "epoch": e.get("epoch"),
-            "loss": e["loss"],
-            "learning_rate": e.get("learning_rate"),
-        }
-        for e in log_history
-        if isinstance(e.get("loss"), int | float) and "step" in e
-    ]
-
-
-def write_trial_analysis(trial_dir: Path, task, results: dict[str, Any], info: dict[str, Any]) -> list[Path]:
-    """Write ``classification_report.txt`` and ``errors.txt`` of one trial into ``trial_dir`` (atomically).
-
-    Args:
-        trial_dir: the trial's folder.
-        task: the task adapter: its ``kind`` and its gold splits ``task.splits[name]``.
-        results: ``{"dev": EvalResult, "test": EvalResult}`` (metrics and predicted tags / labels).
-        info: ``best_epoch``, ``train_loss``, ``dev_loss``.
-
-    Returns:
-        The files written (none for a task kind without an analysis).
-    """
-    if task.kind == "ner":
-        gold = {name: [s.tags for s in task.splits[name].sentences] for name in results}
-        report = ner_classification_report(
-            {name: (gold[name], r.predictions) for name, r in results.items()}, info
-        )
-        errors = ner_errors({name: (task.splits[name], r.predictions) for name, r in results.items()})
-    elif task.kind == "re":
-        report = re_classification_report({name: r.metrics for name, r in results.items()}, info)
-        errors = re_errors({name: (task.splits[name], r.predictions) for name, r in results.items()})
-    elif task.kind in ("qa", "yesno"):
-        from downstream import qa_analysis
-
-        write_report, write_errors = (
-            (qa_analysis.qa_classification_report, qa_analysis.qa_errors) if task.kind == "qa"
-            else (qa_analysis.yesno_classification_report, qa_analysis.yesno_errors)
-        )  # fmt: skip
-        report = write_report({name: r.metrics for name, r in results.items()}, info)
-        errors = write_errors({name: (task.splits[name], r.predictions) for name, r in results.items()})
-    else:
-        return []
-    paths = [Path(trial_dir) / "classification_report.txt", Path(trial_dir) / "errors.txt"]
-    atomic_write_text(paths[0], report)
-    atomic_write_text(paths[1], errors)
-    return paths

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from downstream.errors import DownstreamError
-from downstream.metrics import NER_METRIC_MODE, ner_metrics
-from downstream.ner import (
+from downstream.ner.analysis import ner_classification_report, ner_errors
+from downstream.ner.data import (
     EncodedSplit,
     NerSplit,
     build_label_list,
@@ -18,6 +18,7 @@ from downstream.ner import (
     word_predictions,
     write_conll_predictions,
 )
+from downstream.ner.metrics import NER_METRIC_MODE, ner_metrics
 from downstream.registry import find_split_files, locate_dataset
 from downstream.task import SPLITS, ClassifierTask, EvalResult
 
@@ -182,6 +183,12 @@ class NerTask(ClassifierTask):
         # accumulation steps (the logged and optimised loss grow with accumulation).
         model.accepts_loss_kwargs = False
         return model
+
+    def analysis(self, results: dict[str, EvalResult], info: dict[str, Any]) -> tuple[str, str]:
+        """``classification_report.txt`` (entity- and word-level reports) and ``errors.txt`` (wrong sentences)."""
+        gold = {name: [s.tags for s in self.splits[name].sentences] for name in results}
+        report = ner_classification_report({name: (gold[name], r.predictions) for name, r in results.items()}, info)
+        return report, ner_errors({name: (self.splits[name], r.predictions) for name, r in results.items()})
 
     def write_predictions(self, path: Path, name: str, result: EvalResult) -> None:
         write_conll_predictions(path, self.splits[name], result.predictions)

@@ -1,4 +1,4 @@
-"""Input and output formats of ``bioelectra predict`` (:mod:`downstream.predict`).
+"""Input and output formats of ``bioelectra predict`` (:mod:`downstream.predict.predictor`).
 
 Inputs (``input_format``, ``"auto"`` chooses by the file name, ``.gz`` accepted):
 
@@ -9,7 +9,7 @@ Inputs (``input_format``, ``"auto"`` chooses by the file name, ``.gz`` accepted)
                 (default ``id``), ``<file>:<line>`` where the record has none.
 ``pubmed-xml``  PubMed / MEDLINE XML: one document per ``PubmedArticle``, id = PMID, text = the title and
                 each ``AbstractText`` joined by line breaks (read by :mod:`bioelectra.corpus`).
-``tsv``         relation extraction TSV (``.tsv``): the files :func:`downstream.re.read_re_file` reads
+``tsv``         relation extraction TSV (``.tsv``): the files :func:`downstream.relation.data.read_re_file` reads
                 (``index<TAB>sentence<TAB>label``, ``sentence<TAB>label``, with or without a header) and
                 label-less ``index<TAB>sentence``; one document per sentence, id = the ``index`` column,
                 else ``<file>:<line>``; a gold label column is not read.
@@ -166,7 +166,7 @@ def _jsonl_documents(text: str, name: str, *, text_field: str, id_field: str) ->
         yield Document(f"{name}:{lineno}" if doc_id is None else str(doc_id), value)
 
 
-#: Header lines of relation extraction TSV files (columns lower-cased): those downstream.re reads, and the
+#: Header lines of relation extraction TSV files (columns lower-cased): those downstream.relation.data reads, and the
 #: label-less forms of unlabelled data.
 TSV_HEADERS = (("index", "sentence", "label"), ("sentence", "label"), ("index", "sentence"), ("sentence",))
 
@@ -174,7 +174,7 @@ TSV_HEADERS = (("index", "sentence", "label"), ("sentence", "label"), ("index", 
 def _looks_like_sentence(cell: str) -> bool:
     """A sentence has a space or an entity placeholder; an index (``0``, ``10064839.T1.T2``) and a label
     (``CPR:3``, ``false``) have neither."""
-    from downstream.re import PLACEHOLDERS
+    from downstream.relation.data import PLACEHOLDERS
 
     return any(c.isspace() for c in cell.strip()) or any(t in cell for t in PLACEHOLDERS)
 
@@ -182,7 +182,7 @@ def _looks_like_sentence(cell: str) -> bool:
 def tsv_columns(first_line: str) -> tuple[tuple[str, ...], bool]:
     """The column names of a relation extraction TSV file from its first line, and whether that line is a
     header. Without a header: 3 columns are ``index, sentence, label`` and 2 are ``sentence, label`` (the
-    forms :func:`downstream.re.read_re_file` reads) unless only the second column looks like a sentence
+    forms :func:`downstream.relation.data.read_re_file` reads) unless only the second column looks like a sentence
     (has a space or a placeholder): then ``index, sentence``; 1 column is the sentence.
 
     Raises:
@@ -248,7 +248,7 @@ def entity_record(entity) -> dict:
 
 
 def write_entities_jsonl(handle: TextIO, predictions: Iterable) -> None:
-    """One JSON line per entity of each :class:`~downstream.predict.DocumentEntities`, in document order."""
+    """One JSON line per entity of each :class:`~downstream.predict.predictor.DocumentEntities`, in document order."""
     for prediction in predictions:
         for entity in prediction.entities:
             handle.write(json.dumps(entity_record(entity), ensure_ascii=False) + "\n")
@@ -256,7 +256,7 @@ def write_entities_jsonl(handle: TextIO, predictions: Iterable) -> None:
 
 def write_conll(handle: TextIO, predictions: Iterable) -> None:
     """``word<TAB>tag`` per word, a blank line after each sentence, ``-DOCSTART- <id>`` and a blank line before
-    each document (the layout :func:`downstream.ner.read_ner_file` reads)."""
+    each document (the layout :func:`downstream.ner.data.read_ner_file` reads)."""
     for prediction in predictions:
         text = prediction.document.text
         handle.write(f"-DOCSTART- {prediction.document.id}\n\n")

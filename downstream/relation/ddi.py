@@ -12,7 +12,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from downstream.errors import DataFormatError
-from downstream.re import ReExample, ReSplit, write_re_file
+from downstream.relation.data import ReExample, ReSplit, write_re_file
 
 logger = logging.getLogger(__name__)
 

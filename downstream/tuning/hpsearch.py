@@ -153,9 +153,9 @@ def run_hp_search(settings: FinetuneSettings, num_trials: int, *, fixed: set[str
     """
     optuna = _require_optuna()
     from downstream.checkpoints import check_max_seq_length, load_tokenizer
-    from downstream.progress import use_trial_progress
-    from downstream.tasks import build_task, task_class
-    from downstream.trainer import build_trainer
+    from downstream.kinds import build_task, task_class
+    from downstream.trial.progress import use_trial_progress
+    from downstream.trial.trainer import build_trainer
 
     if num_trials < 1:
         raise DownstreamError(f"--hp-search {num_trials}: expected at least 1 search trial")
@@ -347,13 +347,13 @@ def attach_search(report: dict[str, Any], summary: dict[str, Any], output_dir: s
 
 
 def run_search_then_trials(settings: FinetuneSettings, num_search_trials: int, *, fixed: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
-    """:func:`run_hp_search`, then ``settings.num_trials`` seeded runs (:func:`downstream.trials.run_trials`)
+    """:func:`run_hp_search`, then ``settings.num_trials`` seeded runs (:func:`downstream.trial.runner.run_trials`)
     with the best settings, their report carrying the search's record (:func:`attach_search`).
 
     Raises:
         DownstreamError: see :func:`run_hp_search` and ``run_trials``.
     """
-    from downstream.trials import run_trials
+    from downstream.trial.runner import run_trials
 
     summary = run_hp_search(settings, num_search_trials, fixed=fixed)
     best = dataclasses.replace(settings, **summary["best"]["params"])

@@ -1,7 +1,7 @@
 """The learning-rate range test (``finetune --find-lr``): Smith, "Cyclical Learning Rates for Training
 Neural Networks" (WACV 2017, arXiv:1506.01186), section 3.3, in the form fastai's ``lr_find`` made common.
 
-The model, optimizer and training batches are those of a trial (:func:`downstream.trainer.build_trainer`
+The model, optimizer and training batches are those of a trial (:func:`downstream.trial.trainer.build_trainer`
 with the same settings and the first trial's seed): a fresh copy of the checkpoint with the task head, the
 trial's optimizer (AdamW or ELECTRA's, with its weight-decay groups and any layer-wise learning-rate
 decay), the length-grouped training batches, the precision, the gradient clipping and the micro-batches.
@@ -37,8 +37,8 @@ from bioelectra.plotting import pyplot, save_figure
 from bioelectra.textio import atomic_write_text
 from downstream.checkpoints import check_max_seq_length, load_tokenizer
 from downstream.errors import DownstreamError
+from downstream.kinds import build_task, task_class
 from downstream.settings import FinetuneSettings, check_layerwise_lr_decay
-from downstream.tasks import build_task, task_class
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ def run_sweep(trainer, rates: list[float]) -> tuple[list[float], str | None]:
     """
     import torch
 
-    from downstream.trainer import split_batch
+    from downstream.trial.trainer import split_batch
 
     args = trainer.args
     model = trainer.model
@@ -198,7 +198,7 @@ def lr_range_test(
         DownstreamError: bad data or checkpoint, or fewer than 2 steps ran (a loss not finite at once).
         ValueError: bad sweep settings.
     """
-    from downstream.trainer import build_trainer
+    from downstream.trial.trainer import build_trainer
 
     rates = sweep_rates(start, end, num_steps)
     check_layerwise_lr_decay(settings.layerwise_lr_decay)
