@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from downstream.checkpoints import check_max_seq_length, load_tokenizer
 from downstream.errors import DownstreamError
 from downstream.ner.task import NerTask
 from downstream.qa.task import QaTask
@@ -36,3 +37,29 @@ def build_task(kind: str, files: dict[str, Path], **options):
         DownstreamError: unknown task kind.
     """
     return task_class(kind)(files, **options)
+
+
+def prepare_task(settings, *, labels: list[str] | None = None):
+    """The task of ``settings``' data (a :class:`downstream.settings.FinetuneSettings`), every split
+    tokenised with the checkpoint's tokenizer: what a trial run, an evaluation, a search and a range test
+    all start from.
+
+    Args:
+        settings: the run's settings (``task``, the data, ``checkpoint``, ``max_seq_length``).
+        labels: a saved model's label order, taken before encoding (evaluation of a fine-tuned model).
+
+    Returns:
+        ``(task, tokenizer)``.
+
+    Raises:
+        DownstreamError: unknown task kind, missing or bad data, labels that do not match the data's, a
+            ``max_seq_length`` the checkpoint cannot take.
+    """
+    kind = task_class(settings.task)
+    task = build_task(settings.task, kind.locate_files(settings), **kind.options(settings))
+    if labels is not None:
+        task.use_labels(labels)
+    tokenizer = load_tokenizer(str(settings.checkpoint))
+    check_max_seq_length(str(settings.checkpoint), settings.max_seq_length)
+    task.encode(tokenizer, max_seq_length=settings.max_seq_length)
+    return task, tokenizer

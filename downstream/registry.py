@@ -25,8 +25,13 @@ import urllib.request
 from importlib import resources
 from pathlib import Path
 
-from downstream.dataset_specs import (
+from downstream.dataset_specs import (  # noqa: F401 - the tables are the registry's API (registry.DATASETS ...)
+    BIOBERT_ARCHIVE_URL,
     DATASETS,
+    NER_DATASETS,
+    QA_DATASETS,
+    RE_DATASETS,
+    YESNO_DATASETS,
     DatasetSpec,
 )
 from downstream.errors import DatasetUnavailableError, DownstreamError

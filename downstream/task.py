@@ -56,6 +56,8 @@ class Task(Protocol):
         own_options: the kind-specific settings (:data:`downstream.settings.KIND_OPTIONS`) this kind
             reads; the others do not change its result and stay out of the trial fingerprint, so a run's
             finished trials are reused when only those change.
+        exclusive_options: options only this kind takes (``settings_from_options`` refuses them for the
+            others), each with the error message naming the kind.
 
     Instance attributes: ``labels``, ``f1_name``, ``metric_mode``, ``model_class_name``.
     """
@@ -70,6 +72,7 @@ class Task(Protocol):
     size_key: ClassVar[str]
     predictions_filename: ClassVar[str]
     own_options: ClassVar[tuple[str, ...]]
+    exclusive_options: ClassVar[dict[str, str]]
     labels: list[str]
     f1_name: str
     metric_mode: str
@@ -140,6 +143,7 @@ class TaskKind:
 
     kind: ClassVar[str]
     own_options: ClassVar[tuple[str, ...]] = ()
+    exclusive_options: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)

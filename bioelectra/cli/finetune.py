@@ -193,76 +193,46 @@ def finetune(
 
     from bioelectra.checkpoints import default_learning_rate
     from downstream.errors import DownstreamError
-    from downstream.settings import FinetuneSettings, check_layerwise_lr_decay, protocol_settings
+    from downstream.options import settings_from_options
     from downstream.trial.reports import format_folds_table, format_summary_table
     from downstream.trial.runner import parse_folds, run_folds, run_trials
 
     hf_logging.disable_progress_bar()  # weight loading / shard writing bars: the trial's own bar is enough
     if dataset is None and data_dir is None:
         _fail(_UserError("give --dataset NAME (a registered benchmark) or --data-dir DIR (your own files)"))
-    if loader is not Loader.re and (fold is not None or folds is not None):
-        _fail(_UserError("--fold / --folds are for cross-validated relation extraction data (--loader re)"))
     if fold is not None and folds is not None:
         _fail(_UserError("give --fold K or --folds all, not both"))
-    if loader is not Loader.ner and entity_type is not None:
-        _fail(_UserError("--entity-type is for NER data (--loader ner)"))
-    qa_given = {
-        k: v
-        for k, v in {
-            "doc_stride": doc_stride, "max_query_length": max_query_length, "max_answer_length": max_answer_length,
-            "n_best_size": n_best_size, "null_score_threshold": null_score_threshold,
-            "null_window_fraction": null_window_fraction,
-        }.items()
-        if v is not None
-    }  # fmt: skip
-    if qa_given and loader is not Loader.qa:
-        _fail(_UserError(f"--{next(iter(qa_given)).replace('_', '-')} is for question answering (--loader qa)"))
     name = dataset or data_dir.name  # type: ignore[union-attr]
     out = output_dir or Path("runs") / f"{loader.value}-{name}"
     if out.exists() and not out.is_dir():
         _fail(_UserError(f"--output-dir {out}: exists and is a file, not a folder"))
+    given = {
+        "num_trials": trials, "num_train_epochs": epochs, "learning_rate": learning_rate,
+        "per_device_train_batch_size": batch_size, "per_device_eval_batch_size": eval_batch_size,
+        "max_seq_length": max_seq_length, "warmup_ratio": warmup_ratio, "weight_decay": weight_decay,
+        "layerwise_lr_decay": layerwise_lr_decay, "optimizer": optimizer.value if optimizer else None,
+        "dropout": dropout, "doc_stride": doc_stride, "max_query_length": max_query_length,
+        "max_answer_length": max_answer_length, "n_best_size": n_best_size,
+        "null_score_threshold": null_score_threshold, "null_window_fraction": null_window_fraction,
+    }  # fmt: skip
     try:
-        given = {
-            k: v
-            for k, v in {
-                "num_trials": trials, "num_train_epochs": epochs, "learning_rate": learning_rate,
-                "per_device_train_batch_size": batch_size, "per_device_eval_batch_size": eval_batch_size,
-                "max_seq_length": max_seq_length, "warmup_ratio": warmup_ratio, "weight_decay": weight_decay,
-                "layerwise_lr_decay": layerwise_lr_decay, "optimizer": optimizer.value if optimizer else None,
-                "dropout": dropout,
-            }.items()
-            if v is not None
-        }  # fmt: skip
-        from downstream.kinds import task_class
-
-        chosen = {**task_class(loader.value).default_settings, **protocol_settings(protocol, given, dataset), **qa_given}
-        check_layerwise_lr_decay(chosen.get("layerwise_lr_decay", 1.0))  # before any checkpoint is built
-        model_path = resolve_checkpoint(ckpt, out)
-        if "learning_rate" not in chosen:
-            chosen["learning_rate"] = default_learning_rate(ckpt)
-            console.print(f"learning rate {chosen['learning_rate']:g} (the default for --ckpt {ckpt}; set --learning-rate to change it)")
-        settings = FinetuneSettings(
-            task=loader.value,
-            dataset=dataset,
-            data_dir=data_dir,
-            checkpoint=model_path,
-            checkpoint_name=ckpt,
-            output_dir=out,
-            metric=metric,
-            greater_is_better=greater_is_better,
-            seed=seed,
-            max_steps=max_steps,
-            precision=precision.value,
-            iob1_policy=iob1.value,
-            max_train_examples=max_train_examples,
-            fold=fold,
-            re_head=re_head.value,
-            dev_fraction=dev_fraction,
-            dev_split_seed=dev_split_seed,
-            micro_batch_tokens=micro_batch_tokens,
-            entity_type=entity_type,
-            report_to=report_to,
-            **chosen,
+        settings = settings_from_options(
+            loader.value,
+            given=given,
+            fixed={
+                "dataset": dataset, "data_dir": data_dir, "checkpoint_name": ckpt, "output_dir": out, "metric": metric,
+                "greater_is_better": greater_is_better, "seed": seed, "max_steps": max_steps,
+                "precision": precision.value, "iob1_policy": iob1.value, "max_train_examples": max_train_examples,
+                "fold": fold, "re_head": re_head.value, "dev_fraction": dev_fraction, "dev_split_seed": dev_split_seed,
+                "micro_batch_tokens": micro_batch_tokens, "entity_type": entity_type, "report_to": report_to,
+            },  # fmt: skip
+            protocol=protocol,
+            checkpoint=lambda: resolve_checkpoint(ckpt, out),
+            default_learning_rate=lambda: default_learning_rate(ckpt),
+            on_default_learning_rate=lambda rate: console.print(
+                f"learning rate {rate:g} (the default for --ckpt {ckpt}; set --learning-rate to change it)"
+            ),
+            checked={"folds": folds},
         )
         if find_lr:
             from downstream.tuning.lr_finder import lr_range_test
@@ -283,7 +253,7 @@ def finetune(
                 _fail(_UserError("--hp-search searches on one data set: give --fold K (or none), not --folds"))
             from downstream.tuning.hpsearch import run_search_then_trials
 
-            report = run_search_then_trials(settings, hp_search, fixed=set(given) | set(qa_given))
+            report = run_search_then_trials(settings, hp_search, fixed={k for k, v in given.items() if v is not None})
         elif folds is not None:
             report = run_folds(settings, parse_folds(folds, settings))
         else:

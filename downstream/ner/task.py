@@ -65,6 +65,8 @@ class NerTask(ClassifierTask):
     default_settings: ClassVar[dict[str, Any]] = {}
     #: Settings of other task kinds, left out of the trial fingerprint.
     own_options = ("iob1_policy",)
+    #: Options no other kind takes, with the error shown when another kind is given one.
+    exclusive_options: ClassVar[dict[str, str]] = {"entity_type": "--entity-type is for NER data (--loader ner)"}
     #: What the F1 is, for tables.
     f1_name = "entity-level F1"
     #: ``results.md`` split-size columns: ``(counts key, column title)``.

@@ -174,6 +174,10 @@ class QaTask(TaskKind):
     table_metrics = ("exact_match", "f1")
     trial_metrics = ("exact_match", "f1", "strict_accuracy", "lenient_accuracy", "mrr")
     own_options = ("dev_fraction", "dev_split_seed")
+    #: Options no other kind takes, with the error shown when another kind is given one.
+    exclusive_options: ClassVar[dict[str, str]] = {
+        key: f"--{key.replace('_', '-')} is for question answering (--loader qa)" for key in QA_DEFAULTS
+    }
     f1_name = "token F1"
     metric_mode = QA_METRIC_MODE
     count_columns = (

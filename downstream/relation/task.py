@@ -88,6 +88,10 @@ class ReTask(ClassifierTask):
     table_metrics = ("f1",)
     default_settings: ClassVar[dict[str, Any]] = {}
     own_options = ("fold", "re_head", "iob1_policy", "dev_fraction", "dev_split_seed")
+    #: Options no other kind takes, with the error shown when another kind is given one.
+    exclusive_options: ClassVar[dict[str, str]] = dict.fromkeys(
+        ("fold", "folds"), "--fold / --folds are for cross-validated relation extraction data (--loader re)"
+    )
     count_columns = (
         ("examples", "examples"),
         ("truncated", "truncated"),

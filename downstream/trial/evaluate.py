@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from bioelectra.textio import atomic_write_text
-from downstream.checkpoints import check_max_seq_length, load_tokenizer
 from downstream.errors import DownstreamError
-from downstream.kinds import build_task, task_class
+from downstream.kinds import prepare_task, task_class
 from downstream.settings import FinetuneSettings
 
 logger = logging.getLogger(__name__)
@@ -69,11 +68,7 @@ def evaluate_model(settings: FinetuneSettings) -> dict[str, Any]:
     model_dir = Path(settings.checkpoint)
     kind = task_class(settings.task)
     labels = model_labels(model_dir) if getattr(kind, "has_labels", True) else []
-    task = build_task(settings.task, kind.locate_files(settings), **kind.options(settings))
-    task.use_labels(labels)
-    tokenizer = load_tokenizer(str(model_dir))
-    check_max_seq_length(str(model_dir), settings.max_seq_length)
-    task.encode(tokenizer, max_seq_length=settings.max_seq_length)
+    task, tokenizer = prepare_task(settings, labels=labels)
     output_dir = Path(settings.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     scratch = output_dir / ".evaluate-scratch"

@@ -34,9 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from bioelectra.textio import atomic_write_text
-from downstream.checkpoints import check_max_seq_length, load_tokenizer
 from downstream.errors import DownstreamError
-from downstream.kinds import build_task, task_class
+from downstream.kinds import prepare_task
 from downstream.settings import (
     STD_DDOF,
     FinetuneSettings,
@@ -225,12 +224,7 @@ def run_trials(settings: FinetuneSettings) -> dict[str, Any]:
     output_dir = Path(settings.output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         raise DownstreamError(f"--output-dir {output_dir}: exists and is a file, not a folder")
-    kind = task_class(settings.task)
-    files = kind.locate_files(settings)
-    task = build_task(settings.task, files, **kind.options(settings))
-    tokenizer = load_tokenizer(settings.checkpoint)
-    check_max_seq_length(settings.checkpoint, settings.max_seq_length)
-    task.encode(tokenizer, max_seq_length=settings.max_seq_length)
+    task, tokenizer = prepare_task(settings)
     output_dir.mkdir(parents=True, exist_ok=True)  # only once the inputs are known good: no empty folders
     counts = task.counts()
     logger.info(

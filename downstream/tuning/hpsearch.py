@@ -152,8 +152,7 @@ def run_hp_search(settings: FinetuneSettings, num_trials: int, *, fixed: set[str
         DownstreamError: no Optuna, no trial completed, or a stored study of other settings.
     """
     optuna = _require_optuna()
-    from downstream.checkpoints import check_max_seq_length, load_tokenizer
-    from downstream.kinds import build_task, task_class
+    from downstream.kinds import prepare_task
     from downstream.trial.progress import use_trial_progress
     from downstream.trial.trainer import build_trainer
 
@@ -162,11 +161,7 @@ def run_hp_search(settings: FinetuneSettings, num_trials: int, *, fixed: set[str
     space = {k: v for k, v in SEARCH_SPACE.items() if k not in fixed}
     if not space:
         raise DownstreamError("--hp-search: every searched setting is fixed on the command line; nothing to search")
-    kind = task_class(settings.task)
-    task = build_task(settings.task, kind.locate_files(settings), **kind.options(settings))
-    tokenizer = load_tokenizer(settings.checkpoint)
-    check_max_seq_length(settings.checkpoint, settings.max_seq_length)
-    task.encode(tokenizer, max_seq_length=settings.max_seq_length)
+    task, tokenizer = prepare_task(settings)
     folder = Path(settings.output_dir) / SEARCH_DIRNAME
     folder.mkdir(parents=True, exist_ok=True)
 

@@ -35,9 +35,8 @@ from typing import Any
 
 from bioelectra.plotting import pyplot, save_figure
 from bioelectra.textio import atomic_write_text
-from downstream.checkpoints import check_max_seq_length, load_tokenizer
 from downstream.errors import DownstreamError
-from downstream.kinds import build_task, task_class
+from downstream.kinds import prepare_task
 from downstream.settings import FinetuneSettings, check_layerwise_lr_decay
 
 logger = logging.getLogger(__name__)
@@ -202,11 +201,7 @@ def lr_range_test(
 
     rates = sweep_rates(start, end, num_steps)
     check_layerwise_lr_decay(settings.layerwise_lr_decay)
-    kind = task_class(settings.task)
-    task = build_task(settings.task, kind.locate_files(settings), **kind.options(settings))
-    tokenizer = load_tokenizer(settings.checkpoint)
-    check_max_seq_length(settings.checkpoint, settings.max_seq_length)
-    task.encode(tokenizer, max_seq_length=settings.max_seq_length)
+    task, tokenizer = prepare_task(settings)
     with tempfile.TemporaryDirectory(prefix="bioelectra-lr-find-") as scratch:  # the Trainer's output_dir
         trainer, _ = build_trainer(settings, task, tokenizer, seed=settings.seed, output_dir=Path(scratch))
         losses, stop_reason = run_sweep(trainer, rates)
