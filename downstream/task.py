@@ -58,6 +58,9 @@ class Task(Protocol):
             finished trials are reused when only those change.
         exclusive_options: options only this kind takes (``settings_from_options`` refuses them for the
             others), each with the error message naming the kind.
+        card, card_metrics, card_table_metrics: the model card's ``pipeline_tag``, ``task_name`` and Hub
+            ``tag``; its front-matter metrics; its results-table metrics. ``card_sections(settings, labels,
+            f1_name)`` gives its usage, labels, limits and scores texts.
 
     Instance attributes: ``labels``, ``f1_name``, ``metric_mode``, ``model_class_name``.
     """
@@ -73,6 +76,9 @@ class Task(Protocol):
     predictions_filename: ClassVar[str]
     own_options: ClassVar[tuple[str, ...]]
     exclusive_options: ClassVar[dict[str, str]]
+    card: ClassVar[dict[str, str]]
+    card_metrics: ClassVar[tuple[str, ...]]
+    card_table_metrics: ClassVar[tuple[str, ...]]
     labels: list[str]
     f1_name: str
     metric_mode: str
@@ -117,6 +123,11 @@ class Task(Protocol):
 
     def reduce_logits(self, logits, labels) -> Any:
         """``preprocess_logits_for_metrics``: what the evaluator needs of the logits (e.g. argmax ids)."""
+        ...
+
+    @staticmethod
+    def card_sections(settings: Any, labels: list[str], f1_name: str) -> tuple[str, str, str, str]:
+        """The model card's usage example, labels section, limits and what the scores are."""
         ...
 
     def analysis(self, results: dict[str, EvalResult], info: dict[str, Any]) -> tuple[str, str] | None:

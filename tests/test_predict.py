@@ -14,8 +14,11 @@ from typer.testing import CliRunner
 
 from bioelectra.cli import app
 from downstream.errors import DataFormatError, DownstreamError
+from downstream.ner.data import PIPELINE_AGGREGATION
+from downstream.predict.files import predict_files
 from downstream.predict.formats import Document, read_documents, safe_file_stem
-from downstream.predict.predictor import PIPELINE_AGGREGATION, decode_entities, load_predictor, predict_files
+from downstream.predict.predictor import load_predictor
+from downstream.predict.results import decode_entities
 from downstream.predict.sentences import split_sentences
 
 MINI = Path(__file__).resolve().parent.parent / "bioelectra" / "assets" / "models" / "bioelectra-mini"

@@ -35,6 +35,11 @@ from pathlib import Path
 from bioelectra.textio import atomic_open, read_text
 from downstream.errors import DataFormatError
 
+#: The token-classification pipeline's aggregation that matches training (model cards, ``bioelectra predict``).
+# "first": a word takes the label of its first sub-token, the only one trained — continuation sub-tokens
+# carry label -100 in training; "simple" would label the sub-token pieces on their own.
+PIPELINE_AGGREGATION = "first"
+
 logger = logging.getLogger(__name__)
 
 #: Label id ignored by the loss and the metrics (PyTorch's CrossEntropyLoss default ignore_index).

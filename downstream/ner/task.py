@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from downstream.errors import DownstreamError
 from downstream.ner.analysis import ner_classification_report, ner_errors
+from downstream.ner.card import CARD, card_sections
 from downstream.ner.data import (
     EncodedSplit,
     NerSplit,
@@ -64,6 +65,12 @@ class NerTask(ClassifierTask):
     table_metrics = ("f1",)
     default_settings: ClassVar[dict[str, Any]] = {}
     #: Settings of other task kinds, left out of the trial fingerprint.
+    #: The model card: pipeline tag, task name and Hub tag; its metrics (front matter, then results table);
+    #: its kind-specific sections (usage, labels, limits, what the scores are).
+    card: ClassVar[dict[str, str]] = CARD
+    card_metrics: ClassVar[tuple[str, ...]] = ("f1", "precision", "recall")
+    card_table_metrics: ClassVar[tuple[str, ...]] = ("precision", "recall", "f1", "accuracy")
+    card_sections = staticmethod(card_sections)
     own_options = ("iob1_policy",)
     #: Options no other kind takes, with the error shown when another kind is given one.
     exclusive_options: ClassVar[dict[str, str]] = {"entity_type": "--entity-type is for NER data (--loader ner)"}

@@ -10,9 +10,9 @@ NER, per document:
 3. windows: a sentence longer than ``max_seq_length - 2`` sub-tokens is cut at word boundaries into
    consecutive windows (:func:`downstream.ner.data.window_spans`, as in fine-tuning), so every word gets exactly
    one prediction and no text is skipped;
-4. tags: a word takes the label predicted at its FIRST sub-token (:data:`PIPELINE_AGGREGATION`), the only
+4. tags: a word takes the label predicted at its FIRST sub-token (:data:`downstream.ner.data.PIPELINE_AGGREGATION`), the only
    sub-token with a label in training; its score is the softmax probability of that label there;
-5. entities: :func:`decode_entities`, the chunking of seqeval's default mode (conlleval): ``B-x I-x ...`` is
+5. entities: :func:`downstream.predict.results.decode_entities`, the chunking of seqeval's default mode (conlleval): ``B-x I-x ...`` is
    one entity, and an ``I-x`` that does not continue an entity of type ``x`` starts a new one. Its score is
    the mean of its words' scores.
 
@@ -28,125 +28,27 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
 
-from bioelectra.textio import atomic_open
 from downstream.errors import DownstreamError
 from downstream.predict.formats import (
-    OUTPUT_FORMATS,
     Document,
-    input_format_for,
-    read_documents,
-    write_brat,
-    write_conll,
-    write_entities_jsonl,
-    write_relations_jsonl,
+)
+from downstream.predict.results import (
+    UNTYPED_ENTITY,
+    DocumentEntities,
+    Entity,
+    RelationPrediction,
+    TaggedSentence,
+    TaggedWord,
+    decode_entities,
 )
 
 logger = logging.getLogger(__name__)
 
-# "first": a word takes the label of its first sub-token, the only one trained — continuation sub-tokens
-# carry label -100 in training; "simple" would label the sub-token pieces on their own.
-PIPELINE_AGGREGATION = "first"
-
-#: Entity type of bare ``B`` / ``I`` labels (BioBERT's untyped files) when the model's config has no
-#: ``entity_type``.
-UNTYPED_ENTITY = "entity"
 
 from downstream.predict.sentences import split_sentences  # noqa: E402
-
-# --- results --------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TaggedWord:
-    """One word of a document with its prediction.
-
-    Attributes:
-        start: offset of its first character in the document text.
-        end: offset after its last character (exclusive).
-        tag: the IOB2 label predicted at its first sub-token.
-        score: softmax probability of ``tag`` there, in [0, 1].
-    """
-
-    start: int
-    end: int
-    tag: str
-    score: float
-
-
-@dataclass(frozen=True)
-class TaggedSentence:
-    """One sentence: its span in the document and its words (possibly none, e.g. only control characters)."""
-
-    start: int
-    end: int
-    words: tuple[TaggedWord, ...]
-
-
-@dataclass(frozen=True)
-class Entity:
-    """One entity mention.
-
-    Attributes:
-        document: the document's id.
-        start: offset of its first character in the document text.
-        end: offset after its last character (exclusive): ``text == document_text[start:end]``.
-        text: the mention as written.
-        type: the label's type (``Disease`` for ``B-Disease``; for bare ``B`` / ``I``: the config's
-            ``entity_type`` when it has one, else :data:`UNTYPED_ENTITY`).
-        score: mean over its words of the softmax probability of each word's predicted tag, in [0, 1].
-    """
-
-    document: str
-    start: int
-    end: int
-    text: str
-    type: str
-    score: float
-
-
-@dataclass(frozen=True)
-class DocumentEntities:
-    """The predictions for one document: its sentences with tagged words, and the entities decoded from them."""
-
-    document: Document
-    sentences: tuple[TaggedSentence, ...]
-    entities: tuple[Entity, ...]
-
-
-@dataclass(frozen=True)
-class RelationPrediction:
-    """The relation predicted for one sentence.
-
-    Attributes:
-        document: the input's id.
-        sentence: the input text (with its placeholders).
-        label: the arg-max label.
-        probabilities: softmax probability of every label, in the model's label order (they sum to 1).
-    """
-
-    document: str
-    sentence: str
-    label: str
-    probabilities: dict[str, float]
-
-
-def decode_entities(tags: Sequence[str], *, untyped: str = UNTYPED_ENTITY) -> list[tuple[str, int, int]]:
-    """Entity chunks of one sentence's IOB2 tags, found by seqeval's own chunker (default mode, conlleval's
-    rules), the one the metrics use: a chunk starts at ``B-x``, or at an ``I-x`` that does not continue a
-    chunk of type ``x``, and goes on while ``I-x`` follows. Bare ``B`` / ``I`` get the type ``untyped``.
-
-    Returns:
-        ``[(type, first_word, end_word), ...]`` with ``end_word`` exclusive.
-    """
-    from seqeval.metrics.sequence_labeling import get_entities
-
-    return [(untyped if kind == "_" else kind, start, end + 1) for kind, start, end in get_entities(list(tags))]
-
 
 # --- predictors -----------------------------------------------------------------------------------------------
 
@@ -503,94 +405,3 @@ def load_predictor(
     cls = EntityTagger if kind == "ner" else RelationClassifier
     return cls(model_dir, model, tokenizer, labels, device=torch_device, max_seq_length=max_seq_length, batch_size=batch_size,
                untyped_entity=untyped_entity)  # fmt: skip
-
-
-# --- the command's one library call ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PredictSummary:
-    """What :func:`predict_files` did.
-
-    Attributes:
-        kind: ``"ner"`` or ``"re"``.
-        documents: documents (RE: sentences) read.
-        predictions: entities found (NER) or sentences classified (RE).
-        output: where the predictions went (a file, a folder, or ``"stdout"``).
-    """
-
-    kind: str
-    documents: int
-    predictions: int
-    output: str
-
-
-def predict_files(
-    model_dir: str | Path,
-    sources: Sequence[str | Path],
-    *,
-    output_format: str = "jsonl",
-    output: str | Path | None = None,
-    stdout: TextIO | None = None,
-    input_format: str = "auto",
-    text_field: str = "text",
-    id_field: str = "id",
-    document_per_file: bool = False,
-    max_seq_length: int = 512,
-    batch_size: int = 32,
-    device: str = "auto",
-    progress: Callable[[int], None] | None = None,
-) -> PredictSummary:
-    """Run a saved model over input files and write its predictions (``bioelectra predict``).
-
-    Args:
-        model_dir: the fine-tuned model folder.
-        sources: input files, ``"-"`` (or none) for standard input; formats in :mod:`downstream.predict.formats`.
-        output_format: ``jsonl`` (NER: one line per entity; RE: one per sentence), ``conll`` or ``brat`` (NER).
-        output: a file (jsonl, conll; written atomically) or a folder (brat); None writes to ``stdout``.
-        stdout: where output goes when ``output`` is None.
-        input_format, text_field, id_field, document_per_file: see :func:`~downstream.predict.formats.read_documents`.
-        max_seq_length, batch_size, device: see :func:`load_predictor`.
-        progress: called with the number of documents finished, chunk by chunk.
-
-    Raises:
-        DownstreamError: a bad model folder, an output format the model kind cannot write (conll or brat with
-            a RE model), brat without ``output``, PubMed XML or ``document_per_file`` with a RE model.
-        DataFormatError: bad input (see :func:`~downstream.predict.formats.read_documents`).
-    """
-    if output_format not in OUTPUT_FORMATS:
-        raise DownstreamError(f"--format {output_format!r}: expected one of {', '.join(OUTPUT_FORMATS)}")
-    kind = check_model_dir(model_dir)
-    if kind == "re":
-        if output_format != "jsonl":
-            raise DownstreamError(f"--format {output_format}: {model_dir} is a relation classification model; its "
-                                  "predictions (a label per sentence) are written as jsonl only")  # fmt: skip
-        if document_per_file or any(input_format_for(s, input_format) == "pubmed-xml" for s in sources or ["-"]):
-            raise DownstreamError(f"--model {model_dir} is a relation classification model: it reads one sentence per "
-                                  "line (text), per JSONL record or per TSV row, not whole documents (--document-per-file, PubMed XML)")  # fmt: skip
-    if output_format == "brat" and output is None:
-        raise DownstreamError("--format brat writes a .txt and a .ann file per document: give --output DIR")
-    if output is None and stdout is None:
-        raise DownstreamError(f"--format {output_format}: give --output PATH or a stream to write to")
-    predictor = load_predictor(model_dir, device=device, max_seq_length=max_seq_length, batch_size=batch_size)
-    documents = read_documents(sources, input_format=input_format, text_field=text_field, id_field=id_field,
-                               document_per_file=document_per_file)  # fmt: skip
-    counts = {"documents": 0, "predictions": 0}
-
-    def counted(items: Iterable, size: Callable[[object], int]):
-        for item in items:
-            counts["documents"] += 1
-            counts["predictions"] += size(item)
-            yield item
-
-    if kind == "re":
-        predictions = counted(predictor.classify(documents, progress=progress), lambda _: 1)
-    else:
-        predictions = counted(predictor.predict_entities(documents, progress=progress), lambda p: len(p.entities))
-    if output_format == "brat":
-        write_brat(output, predictions)  # type: ignore[arg-type]
-    else:
-        writer = write_relations_jsonl if kind == "re" else write_entities_jsonl if output_format == "jsonl" else write_conll
-        with atomic_open(output) if output is not None else nullcontext(stdout) as handle:
-            writer(handle, predictions)
-    return PredictSummary(kind, counts["documents"], counts["predictions"], "stdout" if output is None else str(output))

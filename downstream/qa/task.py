@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from bioelectra.textio import atomic_write_text
 from downstream.errors import DatasetUnavailableError, DownstreamError
 from downstream.qa.analysis import qa_classification_report, qa_errors
+from downstream.qa.card import CARD, card_sections
 from downstream.qa.data import (
     QaSplit,
     read_golden_factoid,
@@ -173,6 +174,12 @@ class QaTask(TaskKind):
     report_metrics = ("exact_match", "f1")
     table_metrics = ("exact_match", "f1")
     trial_metrics = ("exact_match", "f1", "strict_accuracy", "lenient_accuracy", "mrr")
+    #: The model card: pipeline tag, task name and Hub tag; its metrics (front matter, then results table);
+    #: its kind-specific sections (usage, labels, limits, what the scores are).
+    card: ClassVar[dict[str, str]] = CARD
+    card_metrics: ClassVar[tuple[str, ...]] = ("exact_match", "f1", "strict_accuracy", "lenient_accuracy", "mrr")
+    card_table_metrics: ClassVar[tuple[str, ...]] = ("exact_match", "f1", "strict_accuracy", "lenient_accuracy", "mrr")
+    card_sections = staticmethod(card_sections)
     own_options = ("dev_fraction", "dev_split_seed")
     #: Options no other kind takes, with the error shown when another kind is given one.
     exclusive_options: ClassVar[dict[str, str]] = {

@@ -11,6 +11,7 @@ from downstream.classification import RE_HEADS, EncodedReSplit, re_metric_mode, 
 from downstream.errors import DownstreamError
 from downstream.registry import locate_dataset_dir
 from downstream.relation.analysis import re_classification_report, re_errors
+from downstream.relation.card import CARD, card_sections
 from downstream.relation.data import (
     NEGATIVE_LABELS,
     ReExample,
@@ -87,6 +88,12 @@ class ReTask(ClassifierTask):
     trial_metrics = ("precision", "recall", "f1")
     table_metrics = ("f1",)
     default_settings: ClassVar[dict[str, Any]] = {}
+    #: The model card: pipeline tag, task name and Hub tag; its metrics (front matter, then results table);
+    #: its kind-specific sections (usage, labels, limits, what the scores are).
+    card: ClassVar[dict[str, str]] = CARD
+    card_metrics: ClassVar[tuple[str, ...]] = ("f1", "precision", "recall")
+    card_table_metrics: ClassVar[tuple[str, ...]] = ("precision", "recall", "f1", "accuracy")
+    card_sections = staticmethod(card_sections)
     own_options = ("fold", "re_head", "iob1_policy", "dev_fraction", "dev_split_seed")
     #: Options no other kind takes, with the error shown when another kind is given one.
     exclusive_options: ClassVar[dict[str, str]] = dict.fromkeys(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bioelectra.textio import atomic_write_text
+from downstream.kinds import task_class
 from downstream.settings import FinetuneSettings
 
 #: finetune options and the settings fields they set, in the order a command line lists them.
@@ -92,10 +93,9 @@ def model_card(
     dataset = settings.dataset or Path(str(settings.data_dir)).name
     title = dataset_title or dataset
     base = settings.checkpoint_name or settings.checkpoint
-    kind_card = _KIND_CARDS[kind]
-    pipeline_tag, task_name, kind_tag = kind_card["pipeline_tag"], kind_card["task_name"], kind_card["tag"]
-    names = _CARD_METRICS.get(kind, ("f1", "precision", "recall"))
-    table = _CARD_METRICS.get(kind, ("precision", "recall", "f1", "accuracy"))
+    kind_class = task_class(kind)
+    pipeline_tag, task_name, kind_tag = (kind_class.card[key] for key in ("pipeline_tag", "task_name", "tag"))
+    names, table = kind_class.card_metrics, kind_class.card_table_metrics
     front = {
         "library_name": "transformers",
         "pipeline_tag": pipeline_tag,
@@ -126,7 +126,7 @@ def model_card(
         "|---|" + "---:|" * len(table),
         *(f"| {split} | " + " | ".join(_pct(m.get(n)) for n in table) + " |" for split, m in (("dev", dev), ("test", test))),
     ]
-    usage, labels_line, limits, scores_line = _kind_sections(kind, settings, labels, f1_name)
+    usage, labels_line, limits, scores_line = kind_class.card_sections(settings, labels, f1_name)
     epoch = f"{best_epoch:g}" if isinstance(best_epoch, int | float) else "-"
     body = f"""# {title}: {task_name.lower()} fine-tuned from `{base}`
 
@@ -166,111 +166,11 @@ warmup ratio {settings.warmup_ratio:g}, weight decay {settings.weight_decay:g}, 
     return "---\n" + _yaml(front) + "---\n\n" + body
 
 
-#: Per task kind: the pipeline tag, the task's name and the Hub tag of the card.
-_KIND_CARDS = {
-    "ner": {"pipeline_tag": "token-classification", "task_name": "Named-entity recognition", "tag": "ner"},
-    "re": {"pipeline_tag": "text-classification", "task_name": "Relation extraction", "tag": "relation-extraction"},
-    "qa": {"pipeline_tag": "question-answering", "task_name": "Extractive question answering", "tag": "question-answering"},
-    "yesno": {"pipeline_tag": "text-classification", "task_name": "Yes/no question answering", "tag": "question-answering"},
-}  # fmt: skip
-
-#: The card's metrics (front matter and results table) per task kind; NER and RE: F1, precision, recall in
-#: the front matter, precision, recall, F1, accuracy in the table.
-_CARD_METRICS = {
-    "qa": ("exact_match", "f1", "strict_accuracy", "lenient_accuracy", "mrr"),
-    "yesno": ("accuracy", "f1", "precision", "recall"),
-}
-
 #: Column titles of the results table.
 _TITLES = {
     "precision": "precision", "recall": "recall", "f1": "F1", "accuracy": "accuracy", "exact_match": "exact match",
     "strict_accuracy": "strict accuracy", "lenient_accuracy": "lenient accuracy", "mrr": "MRR",
 }  # fmt: skip
-
-
-def _kind_sections(kind: str, settings: FinetuneSettings, labels: list[str], f1_name: str) -> tuple[str, str, str, str]:
-    """The kind's usage example, labels section, limits and the line that says what the scores are."""
-    from downstream.predict.predictor import PIPELINE_AGGREGATION
-
-    if kind == "ner":
-        usage = f'''```python
-from transformers import pipeline
-
-tagger = pipeline("token-classification", model="PATH/TO/THIS/FOLDER", aggregation_strategy="{PIPELINE_AGGREGATION}")
-tagger("The patient was diagnosed with Duchenne muscular dystrophy and later developed breast cancer.")
-# [{{'entity_group': '...', 'word': '...', 'start': ..., 'end': ..., 'score': ...}}, ...]
-```
-
-`aggregation_strategy="{PIPELINE_AGGREGATION}"`: a word takes the label of its first sub-token, the one the
-model was trained on (the other sub-tokens of a word carry no label in training), and a `B-` tag followed by
-`I-` tags of the same type makes one entity. On whole documents, `bioelectra predict --model PATH file.txt`
-splits sentences and long sentences into windows (no text skipped) and writes JSONL, CoNLL or BRAT.'''
-        typed = settings.resolved_entity_type()
-        labels_line = (
-            f"## Labels\n\nIOB2 tags: {', '.join(f'`{label}`' for label in labels)}"
-            + (f" (the dataset's bare `B` / `I` tags typed as `{typed}`).\n\n" if typed else ".\n\n")
-        )
-        limits = (
-            "- Trained on the sentences of one benchmark's training split: other entity types, other text genres "
-            "(clinical notes, full-text methods sections) and other annotation guidelines are not what it learnt.\n"
-            "- Words are split on whitespace and punctuation, as the benchmark files are; mentions inside one "
-            "word (a prefix, a hyphenated compound) can only be found as whole words.\n"
-            f"- Inputs of more than {settings.max_seq_length} sub-tokens were trained as windows; the pipeline "
-            "truncates longer texts unless given `stride`: use `bioelectra predict` on documents."
-        )
-        scores = f"{f1_name}, precision and recall (%), seqeval's entity-level scores (conlleval-compatible)"
-    elif kind == "re":
-        usage = '''```python
-from transformers import pipeline
-
-classifier = pipeline("text-classification", model="PATH/TO/THIS/FOLDER", top_k=None)
-classifier("@CHEMICAL$ inhibits the activity of @GENE$ .")  # entities replaced by the dataset's placeholders
-```
-
-Or `bioelectra predict --model PATH sentences.txt` (one sentence per line): label and probability per class.'''
-        labels_line = f"## Labels\n\nClasses: {', '.join(f'`{label}`' for label in labels)}.\n\n"
-        limits = (
-            "- Sentences must mark the two entities the way the training data did (the dataset's placeholders "
-            "or markers); one sentence, one pair.\n"
-            "- Trained on one benchmark's relation types; the scores are those of this split, not of other text."
-        )
-        scores = f"{f1_name}, precision and recall (%), micro-averaged over the positive labels"
-    elif kind == "qa":
-        usage = f'''```python
-from transformers import pipeline
-
-qa = pipeline("question-answering", model="PATH/TO/THIS/FOLDER")
-qa(question="What causes COVID-19?", context="COVID-19 is caused by the SARS-CoV-2 coronavirus ...",
-   doc_stride={settings.doc_stride}, max_answer_len={settings.max_answer_length})
-# {{'score': ..., 'start': ..., 'end': ..., 'answer': '...'}}
-```
-
-The pipeline windows long contexts itself (`doc_stride`, `max_seq_len`); the model was fine-tuned on
-windows of {settings.max_seq_length} sub-tokens, {settings.doc_stride} apart.'''
-        labels_line = ""
-        limits = (
-            "- Extractive: the answer is always a span of the given context; a question whose answer is not "
-            "in the context still gets a span unless the model was trained on SQuAD 2.0 data.\n"
-            "- Trained on one benchmark's questions and documents; other question styles and text genres are "
-            "not what it learnt."
-        )
-        scores = ("Exact match and token F1 (%, the SQuAD evaluation script's definitions), and BioASQ's strict "
-                  "accuracy, lenient accuracy and MRR over the top 5 answers")  # fmt: skip
-    else:  # yesno
-        usage = '''```python
-from transformers import pipeline
-
-classifier = pipeline("text-classification", model="PATH/TO/THIS/FOLDER", top_k=None)
-classifier({"text": "Do statins reduce atrial fibrillation after bypass surgery?", "text_pair": "ABSTRACT TEXT ..."})
-```'''
-        labels_line = f"## Labels\n\nAnswers: {', '.join(f'`{label}`' for label in labels)}.\n\n"
-        limits = (
-            "- Reads the question with one passage (an abstract without its conclusion, as in PubMedQA's "
-            f"reasoning-required setting), truncated to {settings.max_seq_length} sub-tokens.\n"
-            "- A few hundred training questions: the scores vary a lot between seeds; read the run's mean and std."
-        )
-        scores = "Accuracy and macro-averaged F1, precision and recall over the answers (%)"
-    return usage, labels_line, limits, scores
 
 
 def _yaml(value: Any, indent: int = 0) -> str:

@@ -14,6 +14,7 @@ from downstream.classification import RE_HEADS, EncodedReSplit
 from downstream.errors import DataFormatError, DownstreamError
 from downstream.task import SPLITS, ClassifierTask, EvalResult
 from downstream.yesno.analysis import yesno_classification_report, yesno_errors
+from downstream.yesno.card import CARD, card_sections
 from downstream.yesno.data import (
     YESNO_LABELS,
     YesNoSplit,
@@ -110,6 +111,12 @@ class YesNoTask(ClassifierTask):
     trial_metrics = ("accuracy", "f1")
     table_metrics = ("accuracy", "f1")
     default_settings: ClassVar[dict[str, Any]] = {"max_seq_length": 512}
+    #: The model card: pipeline tag, task name and Hub tag; its metrics (front matter, then results table);
+    #: its kind-specific sections (usage, labels, limits, what the scores are).
+    card: ClassVar[dict[str, str]] = CARD
+    card_metrics: ClassVar[tuple[str, ...]] = ("accuracy", "f1", "precision", "recall")
+    card_table_metrics: ClassVar[tuple[str, ...]] = ("accuracy", "f1", "precision", "recall")
+    card_sections = staticmethod(card_sections)
     own_options = ("re_head", "dev_fraction", "dev_split_seed")
     f1_name = "macro-F1"
     metric_mode = YESNO_METRIC_MODE
