@@ -187,8 +187,6 @@ class FinetuneSettings:
         resolve_precision(self.precision)  # before any data is read: fp16 needs a GPU
         check_report_to(self.report_to)
         if self.entity_type is not None:
-            from downstream.ner.data import check_entity_type
-
             try:
                 check_entity_type(self.entity_type)
             except ValueError as exc:
@@ -399,3 +397,14 @@ def check_layerwise_lr_decay(decay: float) -> None:
     """Raises ``ValueError`` unless ``decay`` is a factor in (0, 1]."""
     if not 0.0 < decay <= 1.0:
         raise ValueError(f"layerwise_lr_decay={decay}: expected a factor in (0, 1]")
+
+
+def check_entity_type(entity_type: str) -> str:
+    """``entity_type`` if it can be a tag's type (non-empty, no whitespace, not starting with ``-``).
+
+    Raises:
+        ValueError: otherwise, with the value.
+    """
+    if not entity_type or entity_type != entity_type.strip() or any(c.isspace() for c in entity_type) or entity_type[0] == "-":
+        raise ValueError(f"entity type {entity_type!r}: expected a name without whitespace, like Disease or Chemical")
+    return entity_type

@@ -125,3 +125,25 @@ def test_nothing_imports_the_commands():
         if is_command(target)
     ]
     assert not edges, "the commands are the top floor, yet imported by: " + ", ".join(sorted(edges))
+
+
+#: The task kinds' folders: each holds one kind, which never imports another.
+KIND_PACKAGES = ("downstream.ner", "downstream.relation", "downstream.qa", "downstream.yesno")
+
+
+def kind_of(module: str) -> str | None:
+    return next((k for k in KIND_PACKAGES if module == k or module.startswith(k + ".")), None)
+
+
+def test_a_kind_never_imports_another_and_settings_imports_none():
+    graph = import_graph()
+    crossing = [
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if kind_of(module)
+        for target in targets
+        if kind_of(target) not in (None, kind_of(module))
+    ]
+    assert not crossing, "a task kind imports another: " + ", ".join(sorted(crossing))
+    into_kinds = sorted(t for t in graph["downstream.settings"] | graph["downstream.task"] if kind_of(t) or t == "downstream.kinds")
+    assert not into_kinds, f"settings.py / task.py import task kinds: {into_kinds}"

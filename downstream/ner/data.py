@@ -34,6 +34,7 @@ from pathlib import Path
 
 from bioelectra.textio import atomic_open, read_text
 from downstream.errors import DataFormatError
+from downstream.settings import check_entity_type
 
 #: The token-classification pipeline's aggregation that matches training (model cards, ``bioelectra predict``).
 # "first": a word takes the label of its first sub-token, the only one trained — continuation sub-tokens
@@ -112,17 +113,6 @@ def parse_tag(tag: str) -> tuple[str, str | None]:
     if match is None or (match.group(1) == "O" and match.group(2) is not None):
         raise ValueError(f"tag {tag!r} is not O, B, I, B-<type> or I-<type>")
     return match.group(1), match.group(2)
-
-
-def check_entity_type(entity_type: str) -> str:
-    """``entity_type`` if it can be a tag's type (non-empty, no whitespace, not starting with ``-``).
-
-    Raises:
-        ValueError: otherwise, with the value.
-    """
-    if not entity_type or entity_type != entity_type.strip() or any(c.isspace() for c in entity_type) or entity_type[0] == "-":
-        raise ValueError(f"entity type {entity_type!r}: expected a name without whitespace, like Disease or Chemical")
-    return entity_type
 
 
 def read_ner_file(path: str | Path, *, iob1_policy: str = "repair", entity_type: str | None = None) -> NerSplit:

@@ -356,7 +356,8 @@ def load_predictor(
     from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
 
     from downstream.checkpoints import load_tokenizer, quiet_transformers
-    from downstream.ner.data import check_entity_type, parse_tag
+    from downstream.ner.data import parse_tag
+    from downstream.settings import check_entity_type
     from downstream.trial.evaluate import model_labels
 
     model_dir = Path(model_dir)
