@@ -27,19 +27,18 @@ from typing import Any
 from bioelectra.textio import atomic_write_text
 from downstream.dataset_specs import DATASETS
 from downstream.errors import DatasetUnavailableError, DownstreamError
+from downstream.kinds import TASKS, task_class
 from downstream.literature import Literature, load_literature
 from downstream.registry import get_spec
 from downstream.settings import FinetuneSettings, protocol_settings
 
 logger = logging.getLogger(__name__)
 
-#: Suites by name: the registered datasets of each task kind ("qa": extractive and yes/no).
-SUITES = {
-    "ner": [n for n, s in DATASETS.items() if s.task == "ner"],
-    "re": [n for n, s in DATASETS.items() if s.task == "re"],
-    "qa": [n for n, s in DATASETS.items() if s.task in ("qa", "yesno")],
-}
-SUITES["all"] = SUITES["ner"] + SUITES["re"] + SUITES["qa"]
+#: Suites by name: the registered datasets of each kind's suite (``Task.suite``; "qa": extractive and yes/no).
+SUITES: dict[str, list[str]] = {kind_class.suite: [] for kind_class in TASKS.values()}
+for _name, _spec in DATASETS.items():
+    SUITES[task_class(_spec.task).suite].append(_name)
+SUITES["all"] = [name for suite in list(SUITES) for name in SUITES[suite]]
 
 #: Where each dataset lies under a ``--data-root`` laid out like ``../shared/data`` (its SOURCES.md).
 DATA_ROOT_LAYOUT = {
@@ -57,15 +56,6 @@ BLURB_TASK_TYPES = {
     "relation extraction": ("chemprot", "ddi", "gad"),
     "question answering": ("pubmedqa", "bioasq-yesno"),
 }
-
-#: The metrics of each task kind's table row(s): (metric, title). BLURB scores yes/no QA by accuracy.
-ROW_METRICS = {
-    "ner": (("f1", "entity-level F1"),),
-    "re": (("f1", "micro-F1"),),
-    "qa": (("exact_match", "exact match"), ("f1", "token F1")),
-    "yesno": (("accuracy", "accuracy"),),
-}
-
 
 def suite_datasets(suite: str) -> list[str]:
     """The registered datasets of ``suite``: ``ner``, ``re``, ``qa``, ``all``, or names separated by commas.
@@ -105,8 +95,6 @@ def dataset_settings(name: str, base: FinetuneSettings, given: dict[str, Any], p
                      output_dir: Path) -> FinetuneSettings:  # fmt: skip
     """The settings of one dataset's run: its task kind's defaults, the protocol's values for it, the options
     the user gave, the data location, and the bare-tag entity type for NER data read from a folder."""
-    from downstream.kinds import task_class
-
     spec = get_spec(name)
     chosen = {**task_class(spec.task).default_settings, **protocol_settings(protocol, given, name)}
     entity = {"entity_type": spec.tag_entity_type()} if spec.task == "ner" and "data_dir" in where else {}
@@ -237,7 +225,7 @@ def build_report(base: FinetuneSettings, rows: list[dict[str, Any]], missing: di
 
     for row in rows:
         row["literature"] = {}
-        for metric, _ in ROW_METRICS[row["task"]]:
+        for metric, _ in task_class(row["task"]).benchmark_metrics:
             row["literature"][metric] = {k: dataclasses.asdict(f) for k, f in literature.lookup(row["dataset"], metric).items()}
     used_models = [m for m in literature.models if any(m["key"] in r["literature"][metric] for r in rows for metric in r["literature"])]
     used_sources = sorted({f["source"] for r in rows for figures in r["literature"].values() for f in figures.values()})
@@ -309,7 +297,7 @@ def format_benchmark_markdown(report: dict[str, Any]) -> str:
         "|---|---|---:|---:|" + "---:|" * len(models),
     ]
     for row in report["rows"]:
-        for metric, title in ROW_METRICS[row["task"]]:
+        for metric, title in task_class(row["task"]).benchmark_metrics:
             figures = row["literature"].get(metric, {})
             cells = []
             for m in models:
@@ -356,7 +344,7 @@ def plot_benchmark(report: dict[str, Any], output_dir: Path) -> Path | None:
     plt = pyplot()
     if plt is None:
         return None
-    rows = [(r, ROW_METRICS[r["task"]][-1][0]) for r in report["rows"]]
+    rows = [(r, task_class(r["task"]).benchmark_metrics[-1][0]) for r in report["rows"]]
     models = [m for m in report["models"] if any(m["key"] in r["literature"].get(metric, {}) for r, metric in rows)]
     width = 0.8 / (1 + len(models))
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(rows) + 2), 5))

@@ -55,8 +55,8 @@ def prepare_task(settings, *, labels: list[str] | None = None):
         DownstreamError: unknown task kind, missing or bad data, labels that do not match the data's, a
             ``max_seq_length`` the checkpoint cannot take.
     """
-    kind = task_class(settings.task)
-    task = build_task(settings.task, kind.locate_files(settings), **kind.options(settings))
+    kind_class = task_class(settings.task)
+    task = build_task(settings.task, kind_class.locate_files(settings), **kind_class.options(settings))
     if labels is not None:
         task.use_labels(labels)
     tokenizer = load_tokenizer(str(settings.checkpoint))

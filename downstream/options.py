@@ -18,10 +18,10 @@ def check_kind_options(task: str, given: dict[str, Any]) -> None:
     Raises:
         DownstreamError: the first such option, with the kind it belongs to.
     """
-    for kind in TASKS.values():
-        if kind.kind == task:
+    for kind_class in TASKS.values():
+        if kind_class.kind == task:
             continue
-        for key, message in kind.exclusive_options.items():
+        for key, message in kind_class.exclusive_options.items():
             if given.get(key) is not None:
                 raise DownstreamError(message)
 

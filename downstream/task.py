@@ -58,6 +58,8 @@ class Task(Protocol):
             finished trials are reused when only those change.
         exclusive_options: options only this kind takes (``settings_from_options`` refuses them for the
             others), each with the error message naming the kind.
+        suite, benchmark_metrics: ``bioelectra benchmark``'s suite of this kind's datasets and the
+            ``(metric, title)`` of its table row(s).
         card, card_metrics, card_table_metrics: the model card's ``pipeline_tag``, ``task_name`` and Hub
             ``tag``; its front-matter metrics; its results-table metrics. ``card_sections(settings, labels,
             f1_name)`` gives its usage, labels, limits and scores texts.
@@ -77,6 +79,8 @@ class Task(Protocol):
     own_options: ClassVar[tuple[str, ...]]
     exclusive_options: ClassVar[dict[str, str]]
     card: ClassVar[dict[str, str]]
+    suite: ClassVar[str]
+    benchmark_metrics: ClassVar[tuple[tuple[str, str], ...]]
     card_metrics: ClassVar[tuple[str, ...]]
     card_table_metrics: ClassVar[tuple[str, ...]]
     labels: list[str]

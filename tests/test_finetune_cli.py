@@ -206,7 +206,8 @@ def test_recorded_best_epoch_dev_scores_equal_a_fresh_evaluation(tmp_path, tiny_
     from downstream.checkpoints import load_tokenizer
     from downstream.ner.task import NerTask
     from downstream.settings import FinetuneSettings
-    from downstream.trial.runner import _best_dev_result, build_trainer
+    from downstream.trial.runner import _best_dev_result
+    from downstream.trial.trainer import build_trainer
 
     task = NerTask({"train": FIXTURES / "ner-tiny" / "train.tsv", "dev": FIXTURES / "ner-tiny" / "devel.tsv",
                     "test": FIXTURES / "ner-tiny" / "test.tsv"})
@@ -234,7 +235,7 @@ def test_a_nan_training_loss_is_not_hidden(tmp_path, tiny_checkpoint):
     from downstream.checkpoints import load_tokenizer
     from downstream.ner.task import NerTask
     from downstream.settings import FinetuneSettings
-    from downstream.trial.runner import build_trainer
+    from downstream.trial.trainer import build_trainer
 
     task = NerTask({"train": FIXTURES / "ner-tiny" / "train.tsv", "dev": FIXTURES / "ner-tiny" / "devel.tsv",
                     "test": FIXTURES / "ner-tiny" / "test.tsv"})
@@ -271,7 +272,7 @@ def test_asynchronous_step_arguments_are_accepted_by_the_trainer(tmp_path):
 def test_split_batch_slices_rows_within_the_token_budget():
     import torch
 
-    from downstream.trial.runner import split_batch
+    from downstream.trial.trainer import split_batch
 
     batch = {"input_ids": torch.arange(40).view(10, 4), "labels": torch.zeros(10, 4), "scalar": 3}
     assert split_batch(batch, 0) == [batch]
@@ -290,7 +291,7 @@ def test_micro_batches_give_the_whole_batch_update(tmp_path, tiny_checkpoint):
     from downstream.checkpoints import load_tokenizer
     from downstream.ner.task import NerTask
     from downstream.settings import CPU_MICRO_BATCH_TOKENS, FinetuneSettings
-    from downstream.trial.runner import build_trainer, split_batch
+    from downstream.trial.trainer import build_trainer, split_batch
 
     task = NerTask({"train": FIXTURES / "ner-tiny" / "train.tsv", "dev": FIXTURES / "ner-tiny" / "devel.tsv",
                     "test": FIXTURES / "ner-tiny" / "test.tsv"})
@@ -337,7 +338,7 @@ def test_layerwise_lr_decay_follows_the_original_rule(tmp_path, tiny_checkpoint)
     from downstream.checkpoints import load_tokenizer
     from downstream.ner.task import NerTask
     from downstream.settings import FinetuneSettings
-    from downstream.trial.runner import build_trainer, layerwise_lr_scales
+    from downstream.trial.trainer import build_trainer, layerwise_lr_scales
 
     task = NerTask({"train": FIXTURES / "ner-tiny" / "train.tsv", "dev": FIXTURES / "ner-tiny" / "devel.tsv",
                     "test": FIXTURES / "ner-tiny" / "test.tsv"})

@@ -177,6 +177,9 @@ class QaTask(TaskKind):
     #: The model card: pipeline tag, task name and Hub tag; its metrics (front matter, then results table);
     #: its kind-specific sections (usage, labels, limits, what the scores are).
     card: ClassVar[dict[str, str]] = CARD
+    #: ``bioelectra benchmark``: the suite of this kind's datasets, and the metrics of its table row(s).
+    suite: ClassVar[str] = "qa"
+    benchmark_metrics: ClassVar[tuple[tuple[str, str], ...]] = (("exact_match", "exact match"), ("f1", "token F1"))
     card_metrics: ClassVar[tuple[str, ...]] = ("exact_match", "f1", "strict_accuracy", "lenient_accuracy", "mrr")
     card_table_metrics: ClassVar[tuple[str, ...]] = ("exact_match", "f1", "strict_accuracy", "lenient_accuracy", "mrr")
     card_sections = staticmethod(card_sections)

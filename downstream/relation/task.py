@@ -91,6 +91,9 @@ class ReTask(ClassifierTask):
     #: The model card: pipeline tag, task name and Hub tag; its metrics (front matter, then results table);
     #: its kind-specific sections (usage, labels, limits, what the scores are).
     card: ClassVar[dict[str, str]] = CARD
+    #: ``bioelectra benchmark``: the suite of this kind's datasets, and the metrics of its table row(s).
+    suite: ClassVar[str] = "re"
+    benchmark_metrics: ClassVar[tuple[tuple[str, str], ...]] = (("f1", "micro-F1"),)
     card_metrics: ClassVar[tuple[str, ...]] = ("f1", "precision", "recall")
     card_table_metrics: ClassVar[tuple[str, ...]] = ("precision", "recall", "f1", "accuracy")
     card_sections = staticmethod(card_sections)

@@ -66,8 +66,8 @@ def evaluate_model(settings: FinetuneSettings) -> dict[str, Any]:
     from downstream.trial.trainer import build_trainer
 
     model_dir = Path(settings.checkpoint)
-    kind = task_class(settings.task)
-    labels = model_labels(model_dir) if getattr(kind, "has_labels", True) else []
+    kind_class = task_class(settings.task)
+    labels = model_labels(model_dir) if getattr(kind_class, "has_labels", True) else []
     task, tokenizer = prepare_task(settings, labels=labels)
     output_dir = Path(settings.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)

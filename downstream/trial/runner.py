@@ -51,29 +51,9 @@ from downstream.trial.reports import (
     summarize,
     write_reports,
 )
+from downstream.trial.trainer import build_trainer
 
 logger = logging.getLogger(__name__)
-
-
-def build_trainer(settings: FinetuneSettings, task, tokenizer, *, seed: int, output_dir: Path):
-    """:func:`downstream.trial.trainer.build_trainer` (imported on first use: it loads transformers' Trainer)."""
-    from downstream.trial.trainer import build_trainer as build
-
-    return build(settings, task, tokenizer, seed=seed, output_dir=output_dir)
-
-
-def split_batch(inputs: dict[str, Any], max_tokens: int) -> list[dict[str, Any]]:
-    """:func:`downstream.trial.trainer.split_batch`."""
-    from downstream.trial.trainer import split_batch as split
-
-    return split(inputs, max_tokens)
-
-
-def layerwise_lr_scales(model, decay: float) -> dict[str, float]:
-    """:func:`downstream.trial.trainer.layerwise_lr_scales`."""
-    from downstream.trial.trainer import layerwise_lr_scales as scales
-
-    return scales(model, decay)
 
 
 def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> dict[str, Any]:

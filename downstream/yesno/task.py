@@ -114,6 +114,9 @@ class YesNoTask(ClassifierTask):
     #: The model card: pipeline tag, task name and Hub tag; its metrics (front matter, then results table);
     #: its kind-specific sections (usage, labels, limits, what the scores are).
     card: ClassVar[dict[str, str]] = CARD
+    #: ``bioelectra benchmark``: the suite of this kind's datasets, and the metrics of its table row(s).
+    suite: ClassVar[str] = "qa"
+    benchmark_metrics: ClassVar[tuple[tuple[str, str], ...]] = (("accuracy", "accuracy"),)  # BLURB scores yes/no QA by accuracy
     card_metrics: ClassVar[tuple[str, ...]] = ("accuracy", "f1", "precision", "recall")
     card_table_metrics: ClassVar[tuple[str, ...]] = ("accuracy", "f1", "precision", "recall")
     card_sections = staticmethod(card_sections)
