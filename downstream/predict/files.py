@@ -13,14 +13,10 @@ from bioelectra.textio import atomic_open
 from downstream.errors import DownstreamError
 from downstream.predict.formats import (
     OUTPUT_FORMATS,
-    input_format_for,
     read_documents,
     write_brat,
-    write_conll,
-    write_entities_jsonl,
-    write_relations_jsonl,
 )
-from downstream.predict.predictor import check_model_dir, load_predictor
+from downstream.predict.predictor import PREDICTORS, check_model_dir, load_predictor
 
 
 @dataclass(frozen=True)
@@ -76,13 +72,8 @@ def predict_files(
     if output_format not in OUTPUT_FORMATS:
         raise DownstreamError(f"--format {output_format!r}: expected one of {', '.join(OUTPUT_FORMATS)}")
     kind = check_model_dir(model_dir)
-    if kind == "re":
-        if output_format != "jsonl":
-            raise DownstreamError(f"--format {output_format}: {model_dir} is a relation classification model; its "
-                                  "predictions (a label per sentence) are written as jsonl only")  # fmt: skip
-        if document_per_file or any(input_format_for(s, input_format) == "pubmed-xml" for s in sources or ["-"]):
-            raise DownstreamError(f"--model {model_dir} is a relation classification model: it reads one sentence per "
-                                  "line (text), per JSONL record or per TSV row, not whole documents (--document-per-file, PubMed XML)")  # fmt: skip
+    PREDICTORS[kind].check_request(model_dir, output_format=output_format, sources=sources, input_format=input_format,
+                                   document_per_file=document_per_file)  # fmt: skip
     if output_format == "brat" and output is None:
         raise DownstreamError("--format brat writes a .txt and a .ann file per document: give --output DIR")
     if output is None and stdout is None:
@@ -98,14 +89,11 @@ def predict_files(
             counts["predictions"] += size(item)
             yield item
 
-    if kind == "re":
-        predictions = counted(predictor.classify(documents, progress=progress), lambda _: 1)
-    else:
-        predictions = counted(predictor.predict_entities(documents, progress=progress), lambda p: len(p.entities))
+    predictions = counted(predictor.predict(documents, progress=progress), predictor.count)
     if output_format == "brat":
         write_brat(output, predictions)  # type: ignore[arg-type]
     else:
-        writer = write_relations_jsonl if kind == "re" else write_entities_jsonl if output_format == "jsonl" else write_conll
+        writer = predictor.writer(output_format)
         with atomic_open(output) if output is not None else nullcontext(stdout) as handle:
             writer(handle, predictions)
     return PredictSummary(kind, counts["documents"], counts["predictions"], "stdout" if output is None else str(output))

@@ -34,6 +34,10 @@ from pathlib import Path
 from downstream.errors import DownstreamError
 from downstream.predict.formats import (
     Document,
+    input_format_for,
+    write_conll,
+    write_entities_jsonl,
+    write_relations_jsonl,
 )
 from downstream.predict.results import (
     UNTYPED_ENTITY,
@@ -134,6 +138,35 @@ class Predictor:
     def classify(self, sentences: Iterable[Document | str], *, progress: Callable[[int], None] | None = None) -> Iterator[RelationPrediction]:
         raise DownstreamError(f"--model {self.model_dir}: a token classification (NER) model; it tags entities, it does not classify sentences")
 
+    @classmethod
+    def auto_model_class(cls):
+        """The ``AutoModelFor...`` class of this kind's saved models."""
+        raise NotImplementedError
+
+    @classmethod
+    def check_labels(cls, labels: list[str], model_dir: Path) -> None:
+        """Refuse a saved model whose labels this kind cannot read (raises ``DownstreamError``)."""
+
+    @classmethod
+    def check_request(cls, model_dir: Path, *, output_format: str, sources: Sequence[str | Path], input_format: str | None,
+                      document_per_file: bool) -> None:  # fmt: skip
+        """Refuse an output format or input this kind cannot take, before the model is loaded."""
+
+    def predict(self, documents: Iterable[Document | str], *, progress: Callable[[int], None] | None = None) -> Iterator:
+        """This kind's predictions over ``documents`` (:meth:`EntityTagger.predict_entities` or
+        :meth:`RelationClassifier.classify`)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def count(prediction) -> int:
+        """The predictions one item holds (entities of a document, or one sentence's label)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def writer(output_format: str) -> Callable:
+        """The writer of ``output_format`` (not ``brat``) for this kind's predictions."""
+        raise NotImplementedError
+
     def _forward(self, rows: Sequence[Sequence[int]]):
         """Softmax over the labels for a batch of unpadded ``input_ids`` rows.
 
@@ -174,6 +207,33 @@ class EntityTagger(Predictor):
     """A token classification (NER) model: :meth:`predict_entities` on whole documents."""
 
     kind = "ner"
+
+    @classmethod
+    def auto_model_class(cls):
+        from transformers import AutoModelForTokenClassification
+
+        return AutoModelForTokenClassification
+
+    @classmethod
+    def check_labels(cls, labels: list[str], model_dir: Path) -> None:
+        from downstream.ner.data import parse_tag
+
+        for label in labels:
+            try:
+                parse_tag(label)
+            except ValueError as exc:
+                raise DownstreamError(f"--model {model_dir}: label {label!r} of config.id2label is not an IOB2 tag ({exc})") from None
+
+    def predict(self, documents: Iterable[Document | str], *, progress: Callable[[int], None] | None = None) -> Iterator[DocumentEntities]:
+        return self.predict_entities(documents, progress=progress)
+
+    @staticmethod
+    def count(prediction: DocumentEntities) -> int:
+        return len(prediction.entities)
+
+    @staticmethod
+    def writer(output_format: str) -> Callable:
+        return write_entities_jsonl if output_format == "jsonl" else write_conll
 
     #: Documents gathered before their windows are batched together (sorted by length within the chunk).
     chunk_documents = 64
@@ -264,6 +324,33 @@ class RelationClassifier(Predictor):
 
     kind = "re"
 
+    @classmethod
+    def auto_model_class(cls):
+        from transformers import AutoModelForSequenceClassification
+
+        return AutoModelForSequenceClassification
+
+    @classmethod
+    def check_request(cls, model_dir: Path, *, output_format: str, sources: Sequence[str | Path], input_format: str | None,
+                      document_per_file: bool) -> None:  # fmt: skip
+        if output_format != "jsonl":
+            raise DownstreamError(f"--format {output_format}: {model_dir} is a relation classification model; its "
+                                  "predictions (a label per sentence) are written as jsonl only")  # fmt: skip
+        if document_per_file or any(input_format_for(s, input_format) == "pubmed-xml" for s in sources or ["-"]):
+            raise DownstreamError(f"--model {model_dir} is a relation classification model: it reads one sentence per "
+                                  "line (text), per JSONL record or per TSV row, not whole documents (--document-per-file, PubMed XML)")  # fmt: skip
+
+    def predict(self, documents: Iterable[Document | str], *, progress: Callable[[int], None] | None = None) -> Iterator[RelationPrediction]:
+        return self.classify(documents, progress=progress)
+
+    @staticmethod
+    def count(prediction: RelationPrediction) -> int:
+        return 1
+
+    @staticmethod
+    def writer(output_format: str) -> Callable:
+        return write_relations_jsonl
+
     #: Sentences encoded and batched together.
     chunk_sentences = 256
 
@@ -330,6 +417,10 @@ class RelationClassifier(Predictor):
         yield from results  # type: ignore[misc]
 
 
+
+#: Model kind (:func:`check_model_dir`) -> its predictor class.
+PREDICTORS: dict[str, type[Predictor]] = {cls.kind: cls for cls in (EntityTagger, RelationClassifier)}
+
 def load_predictor(
     model_dir: str | Path, *, device: str = "auto", max_seq_length: int = 512, batch_size: int = 32
 ) -> EntityTagger | RelationClassifier:
@@ -353,26 +444,18 @@ def load_predictor(
             of the model class missing from the folder (they would be initialised at random),
             ``max_seq_length`` < 8 or ``batch_size`` < 1.
     """
-    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
-
     from downstream.checkpoints import load_tokenizer, quiet_transformers
-    from downstream.ner.data import parse_tag
     from downstream.settings import check_entity_type
     from downstream.trial.evaluate import model_labels
 
     model_dir = Path(model_dir)
-    kind = check_model_dir(model_dir)
+    predictor_class = PREDICTORS[check_model_dir(model_dir)]
     if max_seq_length < 8:
         raise DownstreamError(f"--max-seq-length {max_seq_length}: expected at least 8 sub-tokens")
     if batch_size < 1:
         raise DownstreamError(f"--batch-size {batch_size}: expected at least 1")
     labels = model_labels(model_dir)
-    if kind == "ner":
-        for label in labels:
-            try:
-                parse_tag(label)
-            except ValueError as exc:
-                raise DownstreamError(f"--model {model_dir}: label {label!r} of config.id2label is not an IOB2 tag ({exc})") from None
+    predictor_class.check_labels(labels, model_dir)
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     untyped_entity = config.get("entity_type") or UNTYPED_ENTITY  # set by whoever saved the model; not required
     try:
@@ -386,7 +469,7 @@ def load_predictor(
         logger.info("--max-seq-length %d is more than the model's %d positions: using %d", max_seq_length, positions, positions)
         max_seq_length = positions
     tokenizer = load_tokenizer(str(model_dir))
-    model_class = AutoModelForTokenClassification if kind == "ner" else AutoModelForSequenceClassification
+    model_class = predictor_class.auto_model_class()
     if any(str(arch).endswith("ForRelationClassification") for arch in config.get("architectures") or []):
         # finetune's default RE head (--re-head electra): dropout + linear over [CLS]. The Auto class would
         # build transformers' two-layer head instead and initialise it at random.
@@ -403,6 +486,5 @@ def load_predictor(
                               f"{sorted(info['missing_keys'])} (they would be random); expected a folder saved by "
                               f"that class, architectures {config.get('architectures')}")  # fmt: skip
     model.to(torch_device).eval()
-    cls = EntityTagger if kind == "ner" else RelationClassifier
-    return cls(model_dir, model, tokenizer, labels, device=torch_device, max_seq_length=max_seq_length, batch_size=batch_size,
+    return predictor_class(model_dir, model, tokenizer, labels, device=torch_device, max_seq_length=max_seq_length, batch_size=batch_size,
                untyped_entity=untyped_entity)  # fmt: skip
