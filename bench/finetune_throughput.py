@@ -53,8 +53,9 @@ def _common(args):
 
 def run_ours(args) -> dict:
     from downstream.checkpoints import load_tokenizer
-    from downstream.tasks import NerTask
-    from downstream.trials import FinetuneSettings, build_trainer
+    from downstream.ner.task import NerTask
+    from downstream.settings import FinetuneSettings
+    from downstream.trial.trainer import build_trainer
 
     files, checkpoint = _common(args)
     settings = FinetuneSettings(
@@ -102,7 +103,7 @@ def run_plain(args) -> dict:
         set_seed,
     )
 
-    from downstream.ner import build_label_list, read_ner_file
+    from downstream.ner.data import build_label_list, read_ner_file
 
     files, checkpoint = _common(args)
     started = time.perf_counter()

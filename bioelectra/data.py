@@ -52,17 +52,14 @@ from pathlib import Path
 
 import numpy as np
 
-from bioelectra.packing import (  # noqa: F401 - re-exported: bioelectra.data's public names
-    CROSSING_SENTENCE_TO_A_PROB,
+from bioelectra.packing import (
     MIN_RANDOM_LENGTH,
     RANDOM_LENGTH_PROB,
     SINGLE_SEGMENT_PROB,
     PackStats,
-    draw_target_length,
     pack_document,
-    split_segments,
 )
-from bioelectra.shards import FORMAT_VERSION, _arrow_schema, _SplitWriter, id_dtype_for  # noqa: F401
+from bioelectra.shards import FORMAT_VERSION, _SplitWriter, id_dtype_for
 from bioelectra.textio import replace_dir
 
 logger = logging.getLogger(__name__)

@@ -25,20 +25,20 @@ from pathlib import Path
 from typing import Any
 
 from bioelectra.textio import atomic_write_text
+from downstream.dataset_specs import DATASETS
 from downstream.errors import DatasetUnavailableError, DownstreamError
+from downstream.kinds import TASKS, task_class
 from downstream.literature import Literature, load_literature
-from downstream.registry import DATASETS, get_spec
+from downstream.registry import get_spec
 from downstream.settings import FinetuneSettings, protocol_settings
 
 logger = logging.getLogger(__name__)
 
-#: Suites by name: the registered datasets of each task kind ("qa": extractive and yes/no).
-SUITES = {
-    "ner": [n for n, s in DATASETS.items() if s.task == "ner"],
-    "re": [n for n, s in DATASETS.items() if s.task == "re"],
-    "qa": [n for n, s in DATASETS.items() if s.task in ("qa", "yesno")],
-}
-SUITES["all"] = SUITES["ner"] + SUITES["re"] + SUITES["qa"]
+#: Suites by name: the registered datasets of each kind's suite (``Task.suite``; "qa": extractive and yes/no).
+SUITES: dict[str, list[str]] = {kind_class.suite: [] for kind_class in TASKS.values()}
+for _name, _spec in DATASETS.items():
+    SUITES[task_class(_spec.task).suite].append(_name)
+SUITES["all"] = [name for suite in list(SUITES) for name in SUITES[suite]]
 
 #: Where each dataset lies under a ``--data-root`` laid out like ``../shared/data`` (its SOURCES.md).
 DATA_ROOT_LAYOUT = {
@@ -56,15 +56,6 @@ BLURB_TASK_TYPES = {
     "relation extraction": ("chemprot", "ddi", "gad"),
     "question answering": ("pubmedqa", "bioasq-yesno"),
 }
-
-#: The metrics of each task kind's table row(s): (metric, title). BLURB scores yes/no QA by accuracy.
-ROW_METRICS = {
-    "ner": (("f1", "entity-level F1"),),
-    "re": (("f1", "micro-F1"),),
-    "qa": (("exact_match", "exact match"), ("f1", "token F1")),
-    "yesno": (("accuracy", "accuracy"),),
-}
-
 
 def suite_datasets(suite: str) -> list[str]:
     """The registered datasets of ``suite``: ``ner``, ``re``, ``qa``, ``all``, or names separated by commas.
@@ -104,8 +95,6 @@ def dataset_settings(name: str, base: FinetuneSettings, given: dict[str, Any], p
                      output_dir: Path) -> FinetuneSettings:  # fmt: skip
     """The settings of one dataset's run: its task kind's defaults, the protocol's values for it, the options
     the user gave, the data location, and the bare-tag entity type for NER data read from a folder."""
-    from downstream.tasks import task_class
-
     spec = get_spec(name)
     chosen = {**task_class(spec.task).default_settings, **protocol_settings(protocol, given, name)}
     entity = {"entity_type": spec.tag_entity_type()} if spec.task == "ner" and "data_dir" in where else {}
@@ -136,14 +125,14 @@ def _finished(settings: FinetuneSettings) -> dict[str, Any] | None:
 def run_dataset(name: str, settings: FinetuneSettings, *, hp_search: int | None = None, fixed: set[str] = frozenset()) -> dict[str, Any]:
     """One dataset's run, the report of ``finetune``: GAD's ten folds (no search: one search per fold would
     cost ten), else the trials, after a search when ``hp_search``."""
-    from downstream.trials import parse_folds, run_folds, run_trials
+    from downstream.trial.runner import parse_folds, run_folds, run_trials
 
     if get_spec(name).layout == "folds":
         if hp_search:
             logger.warning("%s: cross-validated, so no hyper-parameter search; the protocol's settings are used", name)
         return run_folds(settings, parse_folds("all", settings))
     if hp_search:
-        from downstream.hpsearch import run_search_then_trials
+        from downstream.tuning.hpsearch import run_search_then_trials
 
         return run_search_then_trials(settings, hp_search, fixed=fixed)
     return run_trials(settings)
@@ -236,7 +225,7 @@ def build_report(base: FinetuneSettings, rows: list[dict[str, Any]], missing: di
 
     for row in rows:
         row["literature"] = {}
-        for metric, _ in ROW_METRICS[row["task"]]:
+        for metric, _ in task_class(row["task"]).benchmark_metrics:
             row["literature"][metric] = {k: dataclasses.asdict(f) for k, f in literature.lookup(row["dataset"], metric).items()}
     used_models = [m for m in literature.models if any(m["key"] in r["literature"][metric] for r in rows for metric in r["literature"])]
     used_sources = sorted({f["source"] for r in rows for figures in r["literature"].values() for f in figures.values()})
@@ -284,7 +273,7 @@ def blurb_averages(rows: list[dict[str, Any]], models: list[dict[str, str]]) -> 
 
 
 def format_mean_std(stats: dict[str, Any]) -> str:
-    """A summary statistic (fractions, as :func:`downstream.metrics.summarize` gives it) in percent
+    """A summary statistic (fractions, as :func:`downstream.trial.reports.summarize` gives it) in percent
     as ``"47.60 ± 0.58"``; the mean alone when there is no std (one trial), ``"-"`` when there is no mean."""
     if stats.get("mean") is None:
         return "-"
@@ -308,7 +297,7 @@ def format_benchmark_markdown(report: dict[str, Any]) -> str:
         "|---|---|---:|---:|" + "---:|" * len(models),
     ]
     for row in report["rows"]:
-        for metric, title in ROW_METRICS[row["task"]]:
+        for metric, title in task_class(row["task"]).benchmark_metrics:
             figures = row["literature"].get(metric, {})
             cells = []
             for m in models:
@@ -355,7 +344,7 @@ def plot_benchmark(report: dict[str, Any], output_dir: Path) -> Path | None:
     plt = pyplot()
     if plt is None:
         return None
-    rows = [(r, ROW_METRICS[r["task"]][-1][0]) for r in report["rows"]]
+    rows = [(r, task_class(r["task"]).benchmark_metrics[-1][0]) for r in report["rows"]]
     models = [m for m in report["models"] if any(m["key"] in r["literature"].get(metric, {}) for r, metric in rows)]
     width = 0.8 / (1 + len(models))
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(rows) + 2), 5))

@@ -62,7 +62,7 @@ def load_literature(path: str | Path | None = None) -> Literature:
             percentage, an unknown metric or dataset, a duplicate figure, or a source missing one of
             :data:`SOURCE_FIELDS` (the entry named).
     """
-    from downstream.registry import DATASETS
+    from downstream.dataset_specs import DATASETS
 
     path = Path(path) if path is not None else literature_file()
     try:

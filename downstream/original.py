@@ -116,7 +116,7 @@ def plan_original_runs(
         ValueError: bad hparams (:func:`parse_original_hparams`), or a task that is neither a folder of
             ``DATA_DIR/finetuning_data`` nor a registered benchmark.
     """
-    from downstream.registry import DATASETS
+    from downstream.dataset_specs import DATASETS
 
     tasks, settings, ignored = parse_original_hparams(hparams)
     model_dir = data_dir / "models" / model_name
@@ -224,12 +224,12 @@ def run_original_finetuning(
 
 def _evaluate_original(runs: list[OriginalRun], hparams: Mapping[str, Any], *, settings_class: type, log) -> list[dict]:
     """The original's ``do_train: false, do_eval: true``: score the fine-tuned ``init_checkpoint`` on each
-    task (:func:`downstream.evaluate.evaluate_model`), results in the original's file as well.
+    task (:func:`downstream.trial.evaluate.evaluate_model`), results in the original's file as well.
 
     Raises:
         ValueError: no ``init_checkpoint``, or it is not a folder.
     """
-    from downstream.evaluate import evaluate_model
+    from downstream.trial.evaluate import evaluate_model
 
     model = hparams.get("init_checkpoint")
     if not model or not Path(model).is_dir():

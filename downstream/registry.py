@@ -25,7 +25,7 @@ import urllib.request
 from importlib import resources
 from pathlib import Path
 
-from downstream.dataset_specs import (  # noqa: F401 - the tables, re-exported (registry.DATASETS ...)
+from downstream.dataset_specs import (  # noqa: F401 - the tables are the registry's API (registry.DATASETS ...)
     BIOBERT_ARCHIVE_URL,
     DATASETS,
     NER_DATASETS,

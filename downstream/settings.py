@@ -14,11 +14,16 @@ from typing import Any
 
 from bioelectra.reporting import check_report_to
 from downstream.errors import DownstreamError
+from downstream.task import KIND_OWN_OPTIONS
 
 logger = logging.getLogger(__name__)
 
 #: Standard deviation reported over trials: sample std (ddof=1).
 STD_DDOF = 1
+
+#: Settings that only some task kinds read. Each kind names those it reads (its ``own_options``); the
+#: fingerprint leaves out the others, so changing another kind's option never invalidates finished trials.
+KIND_OPTIONS = ("fold", "re_head", "iob1_policy", "dev_fraction", "dev_split_seed")
 
 
 #: The QA settings' defaults (added after NER / RE runs were made: left out of fingerprints when default).
@@ -33,7 +38,7 @@ class FinetuneSettings:
     """Everything that defines a fine-tuning run.
 
     Attributes:
-        task: the task kind, a key of ``downstream.tasks.TASKS`` (``ner``, ``re``, ``qa``, ``yesno``).
+        task: the task kind, a key of ``downstream.kinds.TASKS`` (``ner``, ``re``, ``qa``, ``yesno``).
         dataset: registry name (optional when ``data_dir`` is given).
         data_dir: local folder with ``train``/``devel`` (or ``dev``)/``test`` files; overrides the registry.
         checkpoint: a directory or hub id ``from_pretrained`` loads.
@@ -182,8 +187,6 @@ class FinetuneSettings:
         resolve_precision(self.precision)  # before any data is read: fp16 needs a GPU
         check_report_to(self.report_to)
         if self.entity_type is not None:
-            from downstream.ner import check_entity_type
-
             try:
                 check_entity_type(self.entity_type)
             except ValueError as exc:
@@ -198,7 +201,7 @@ class FinetuneSettings:
         if self.entity_type is not None:
             return self.entity_type
         if self.dataset and self.data_dir is None:
-            from downstream.registry import DATASETS
+            from downstream.dataset_specs import DATASETS
 
             spec = DATASETS.get(self.dataset.lower())
             return spec.tag_entity_type() if spec is not None else None
@@ -213,10 +216,13 @@ class FinetuneSettings:
         data = self.to_json()
         for key in ("num_trials", "output_dir", "checkpoint", "micro_batch_tokens", "report_to"):
             data.pop(key)
-        from downstream.tasks import task_class
-
-        for key in task_class(self.task).fingerprint_excludes:  # settings of other kinds: fingerprints stay
-            data.pop(key)
+        if self.task not in KIND_OWN_OPTIONS:
+            raise DownstreamError(
+                f"task kind {self.task!r}: its class is not defined (the table of kinds, downstream.kinds, loads them all)"
+            )
+        for key in KIND_OPTIONS:  # settings of other kinds: fingerprints stay
+            if key not in KIND_OWN_OPTIONS[self.task]:
+                data.pop(key)
         # defaults added after runs were made: leave them out, so the fingerprints of those runs stay valid
         for key, default in (("layerwise_lr_decay", 1.0), ("optimizer", "adamw"), ("dropout", None), *QA_DEFAULTS.items()):
             if data[key] == default:
@@ -391,3 +397,14 @@ def check_layerwise_lr_decay(decay: float) -> None:
     """Raises ``ValueError`` unless ``decay`` is a factor in (0, 1]."""
     if not 0.0 < decay <= 1.0:
         raise ValueError(f"layerwise_lr_decay={decay}: expected a factor in (0, 1]")
+
+
+def check_entity_type(entity_type: str) -> str:
+    """``entity_type`` if it can be a tag's type (non-empty, no whitespace, not starting with ``-``).
+
+    Raises:
+        ValueError: otherwise, with the value.
+    """
+    if not entity_type or entity_type != entity_type.strip() or any(c.isspace() for c in entity_type) or entity_type[0] == "-":
+        raise ValueError(f"entity type {entity_type!r}: expected a name without whitespace, like Disease or Chemical")
+    return entity_type

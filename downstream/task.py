@@ -1,7 +1,7 @@
 """The interface between the trial runner and a task kind (NER, RE, and the next ones).
 
 A task kind is a class with the attributes and methods of :class:`Task`, registered in
-``downstream.tasks.TASKS`` under its ``kind``. The trial runner (``downstream.trials``) reads nothing else
+``downstream.kinds.TASKS`` under its ``kind``. The trial runner (``downstream.trial.runner``) reads nothing else
 about it: adding a task kind is one module implementing ``Task`` and one entry in that table.
 """
 
@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
-
-if TYPE_CHECKING:
-    from downstream.settings import FinetuneSettings
+from typing import Any, ClassVar, Protocol
 
 SPLITS = ("train", "dev", "test")
+
+#: Task kind -> the kind-specific settings (:data:`downstream.settings.KIND_OPTIONS`) it reads, filled as
+#: each kind's class is defined (:class:`TaskKind`). The settings fingerprint leaves out the others.
+KIND_OWN_OPTIONS: dict[str, tuple[str, ...]] = {}
 
 
 def argmax_logits(logits, labels):
@@ -52,8 +53,16 @@ class Task(Protocol):
         count_columns: ``results.md`` split-size columns, ``(counts key, column title)``.
         size_key: the counts key with the number of units of a split (for logs).
         predictions_filename: the test predictions file of each trial.
-        fingerprint_excludes: settings that do not change this kind's result (left out of the trial
-            fingerprint, so a run's finished trials are reused when only those change).
+        own_options: the kind-specific settings (:data:`downstream.settings.KIND_OPTIONS`) this kind
+            reads; the others do not change its result and stay out of the trial fingerprint, so a run's
+            finished trials are reused when only those change.
+        exclusive_options: options only this kind takes (``settings_from_options`` refuses them for the
+            others), each with the error message naming the kind.
+        suite, benchmark_metrics: ``bioelectra benchmark``'s suite of this kind's datasets and the
+            ``(metric, title)`` of its table row(s).
+        card, card_metrics, card_table_metrics: the model card's ``pipeline_tag``, ``task_name`` and Hub
+            ``tag``; its front-matter metrics; its results-table metrics. ``card_sections(settings, labels,
+            f1_name)`` gives its usage, labels, limits and scores texts.
 
     Instance attributes: ``labels``, ``f1_name``, ``metric_mode``, ``model_class_name``.
     """
@@ -67,19 +76,25 @@ class Task(Protocol):
     count_columns: ClassVar[tuple[tuple[str, str], ...]]
     size_key: ClassVar[str]
     predictions_filename: ClassVar[str]
-    fingerprint_excludes: ClassVar[tuple[str, ...]]
+    own_options: ClassVar[tuple[str, ...]]
+    exclusive_options: ClassVar[dict[str, str]]
+    card: ClassVar[dict[str, str]]
+    suite: ClassVar[str]
+    benchmark_metrics: ClassVar[tuple[tuple[str, str], ...]]
+    card_metrics: ClassVar[tuple[str, ...]]
+    card_table_metrics: ClassVar[tuple[str, ...]]
     labels: list[str]
     f1_name: str
     metric_mode: str
     model_class_name: str
 
     @classmethod
-    def locate_files(cls, settings: FinetuneSettings) -> dict[str, Path]:
+    def locate_files(cls, settings: Any) -> dict[str, Path]:
         """The split files of ``settings``' dataset or data folder (raises ``DownstreamError``)."""
         ...
 
     @classmethod
-    def options(cls, settings: FinetuneSettings) -> dict[str, Any]:
+    def options(cls, settings: Any) -> dict[str, Any]:
         """The constructor's keyword options taken from ``settings``."""
         ...
 
@@ -114,10 +129,20 @@ class Task(Protocol):
         """``preprocess_logits_for_metrics``: what the evaluator needs of the logits (e.g. argmax ids)."""
         ...
 
+    @staticmethod
+    def card_sections(settings: Any, labels: list[str], f1_name: str) -> tuple[str, str, str, str]:
+        """The model card's usage example, labels section, limits and what the scores are."""
+        ...
+
+    def analysis(self, results: dict[str, EvalResult], info: dict[str, Any]) -> tuple[str, str] | None:
+        """The texts of ``classification_report.txt`` and ``errors.txt`` of one trial (``results``: dev and
+        test :class:`EvalResult`; ``info``: ``best_epoch``, ``train_loss``, ``dev_loss``), or ``None``."""
+        ...
+
     def write_predictions(self, path: Path, name: str, result: EvalResult) -> None:
         ...
 
-    def report_extras(self, settings: FinetuneSettings) -> dict[str, Any]:
+    def report_extras(self, settings: Any) -> dict[str, Any]:
         """Kind-specific entries of ``results.json``."""
         ...
 
@@ -127,7 +152,21 @@ class Task(Protocol):
         ...
 
 
-class ClassifierTask:
+class TaskKind:
+    """Base of the task kind classes: defining one records its ``own_options`` under its ``kind``
+    (:data:`KIND_OWN_OPTIONS`), so the settings fingerprint knows them without importing any kind."""
+
+    kind: ClassVar[str]
+    own_options: ClassVar[tuple[str, ...]] = ()
+    exclusive_options: ClassVar[dict[str, str]] = {}
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" in cls.__dict__:
+            KIND_OWN_OPTIONS[cls.kind] = tuple(cls.own_options)
+
+
+class ClassifierTask(TaskKind):
     """What the task kinds that classify into a label list share: the label order (``labels``,
     ``label2id``, ``id2label``), taking a saved model's order, and argmax logits. A subclass sets its labels
     with :meth:`set_labels` and extends it for what it derives from them."""

@@ -8,23 +8,21 @@ from conftest import FIXTURES
 from typer.testing import CliRunner
 
 from bioelectra.cli import app
-from downstream.analysis import (
-    dev_history,
-    epoch_losses,
+from downstream.classification import re_metrics
+from downstream.ner.analysis import (
     error_kinds,
     ner_classification_report,
     ner_errors,
-    re_classification_report,
-    re_errors,
     sentence_errors,
-    train_loss_history,
     word_micro_average,
     word_report,
 )
-from downstream.metrics import ner_metrics, re_metrics
-from downstream.ner import NerSplit, Sentence
-from downstream.plots import plot_report, plot_run
-from downstream.re import ReExample, ReSplit
+from downstream.ner.data import NerSplit, Sentence
+from downstream.ner.metrics import ner_metrics
+from downstream.relation.analysis import re_classification_report, re_errors
+from downstream.relation.data import ReExample, ReSplit
+from downstream.trial.analysis import dev_history, epoch_losses, train_loss_history
+from downstream.trial.plots import plot_report, plot_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -218,7 +216,7 @@ def test_plots_are_png_and_skipped_without_matplotlib(tmp_path, monkeypatch):
     # trials recorded before the histories existed: only the spread of the test scores can be drawn
     old = {**_report(), "trials": [{k: v for k, v in t.items() if not k.endswith("history")} for t in _report()["trials"]]}
     assert [p.name for p in plot_report(old, tmp_path / "old")] == ["test_f1_spread.png"]
-    monkeypatch.setattr("downstream.plots.pyplot", lambda: None)
+    monkeypatch.setattr("downstream.trial.plots.pyplot", lambda: None)
     assert plot_report(_report(), tmp_path / "none") == [] and not (tmp_path / "none").exists()
 
 
@@ -236,16 +234,16 @@ def test_plot_run_redraws_from_results_json(tmp_path):
 
 @pytest.mark.slow
 def test_trial_reports_and_histories_end_to_end(tmp_path, tiny_checkpoint, monkeypatch):
-    import downstream.trials
+    import downstream.trial.runner
 
-    built = downstream.trials.build_trainer
+    built = downstream.trial.runner.build_trainer
 
     def log_every_step(*args, **kwargs):  # the tiny run has 2 steps per epoch; the Trainer logs every 50
         trainer, evaluator = built(*args, **kwargs)
         trainer.args.logging_steps = 1
         return trainer, evaluator
 
-    monkeypatch.setattr(downstream.trials, "build_trainer", log_every_step)
+    monkeypatch.setattr(downstream.trial.runner, "build_trainer", log_every_step)
     run = tmp_path / "run"
     result = CliRunner().invoke(app, ["finetune", "--data-dir", str(FIXTURES / "ner-tiny"), "--ckpt", str(tiny_checkpoint),
                                       "--batch-size", "2", "--max-seq-length", "16", "--entity-type", "Disease", "--epochs", "2",
@@ -280,7 +278,7 @@ def test_trial_reports_and_histories_end_to_end(tmp_path, tiny_checkpoint, monke
 
 
 def _read(name):
-    from downstream.ner import read_ner_file
+    from downstream.ner.data import read_ner_file
 
     return read_ner_file(FIXTURES / "ner-tiny" / name, entity_type="Disease").sentences
 

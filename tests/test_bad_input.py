@@ -21,8 +21,8 @@ from bioelectra.cli import app, pretrain_app
 from bioelectra.corpus import CorpusError, read_jsonl, read_pubmed_xml, read_text_file
 from bioelectra.textio import TextFileError, read_text
 from downstream.errors import DataFormatError
-from downstream.ner import read_ner_file
-from downstream.re import read_re_file
+from downstream.ner.data import read_ner_file
+from downstream.relation.data import read_re_file
 
 runner = CliRunner()
 #: How many inputs each property test draws (the suite tries PROPERTY_EXAMPLES x the number of them).
@@ -122,7 +122,7 @@ def test_a_txt_of_nul_bytes_is_an_error_not_a_document(tmp_path):
 
 
 def test_tokens_with_spaces_are_written_as_one_field(tmp_path):
-    from downstream.ner import write_conll_predictions
+    from downstream.ner.data import write_conll_predictions
 
     f = tmp_path / "ner.tsv"
     f.write_text("5 mg\tO\nAspirin\tB\n\n")
@@ -133,7 +133,7 @@ def test_tokens_with_spaces_are_written_as_one_field(tmp_path):
 
 
 def test_a_label_never_seen_in_training_is_warned_and_counted(tmp_path, caplog):
-    from downstream.tasks import NerTask
+    from downstream.ner.task import NerTask
 
     for name, body in (("train", "a\tB-Disease\n\n"), ("devel", "b\tB-Gene\n\n"), ("test", "c\tB-Gene\nd\tI-Gene\n\n")):
         (tmp_path / f"{name}.tsv").write_text(body)

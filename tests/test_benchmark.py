@@ -11,9 +11,9 @@ from pretrain_fixture import TINY_HPARAMS, make_data_dir
 from typer.testing import CliRunner
 
 from bioelectra.cli import app
+from downstream.dataset_specs import DATASETS
 from downstream.errors import DownstreamError
 from downstream.literature import SOURCE_FIELDS, literature_file, load_literature
-from downstream.registry import DATASETS
 from downstream.settings import PROTOCOLS, FinetuneSettings, protocol_settings, protocol_values
 
 runner = CliRunner()
@@ -130,8 +130,8 @@ def test_benchmark_with_nothing_present_says_what_is_missing(tmp_path, monkeypat
 
 @pytest.mark.slow
 def test_search_never_reads_the_test_split_resumes_and_reports(tmp_path, tiny_checkpoint, monkeypatch):
-    from downstream import hpsearch
-    from downstream.ner_task import NerTask
+    from downstream.ner.task import NerTask
+    from downstream.tuning import hpsearch
 
     touched = []
     original_dataset, original_evaluator = NerTask.dataset, NerTask.evaluator

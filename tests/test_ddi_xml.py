@@ -5,15 +5,15 @@ import zipfile
 import pytest
 from conftest import make_ddi_zip
 
-from downstream.ddi import (
+from downstream.errors import DataFormatError
+from downstream.relation.data import read_re_file
+from downstream.relation.ddi import (
     build_ddi_tsvs,
     ddi_examples_from_xml,
     ddi_pair_sentence,
     parse_char_offset,
     read_ddi_zip,
 )
-from downstream.errors import DataFormatError
-from downstream.re import read_re_file
 
 
 def test_char_offsets_are_inclusive_and_may_be_discontinuous():

@@ -10,7 +10,7 @@ from conftest import FIXTURES, REPO_ROOT
 from typer.testing import CliRunner
 
 from bioelectra.cli import app
-from downstream.ner import read_ner_file
+from downstream.ner.data import read_ner_file
 
 runner = CliRunner()
 
@@ -121,7 +121,7 @@ def test_logged_loss_is_not_scaled_by_gradient_accumulation(tmp_path, tiny_check
     import torch
     from transformers import Trainer, TrainingArguments
 
-    from downstream.tasks import NerTask
+    from downstream.ner.task import NerTask
 
     task = NerTask({"train": FIXTURES / "ner-tiny" / "train.tsv", "dev": FIXTURES / "ner-tiny" / "devel.tsv",
                     "test": FIXTURES / "ner-tiny" / "test.tsv"})
@@ -204,8 +204,10 @@ def test_app_has_the_commands():
 def test_recorded_best_epoch_dev_scores_equal_a_fresh_evaluation(tmp_path, tiny_checkpoint):
     """run_trial reuses the best epoch's dev result instead of scoring dev again: they must agree."""
     from downstream.checkpoints import load_tokenizer
-    from downstream.tasks import NerTask
-    from downstream.trials import FinetuneSettings, _best_dev_result, build_trainer
+    from downstream.ner.task import NerTask
+    from downstream.settings import FinetuneSettings
+    from downstream.trial.runner import _best_dev_result
+    from downstream.trial.trainer import build_trainer
 
     task = NerTask({"train": FIXTURES / "ner-tiny" / "train.tsv", "dev": FIXTURES / "ner-tiny" / "devel.tsv",
                     "test": FIXTURES / "ner-tiny" / "test.tsv"})
@@ -231,8 +233,9 @@ def test_a_nan_training_loss_is_not_hidden(tmp_path, tiny_checkpoint):
     import torch
 
     from downstream.checkpoints import load_tokenizer
-    from downstream.tasks import NerTask
-    from downstream.trials import FinetuneSettings, build_trainer
+    from downstream.ner.task import NerTask
+    from downstream.settings import FinetuneSettings
+    from downstream.trial.trainer import build_trainer
 
     task = NerTask({"train": FIXTURES / "ner-tiny" / "train.tsv", "dev": FIXTURES / "ner-tiny" / "devel.tsv",
                     "test": FIXTURES / "ner-tiny" / "test.tsv"})
@@ -269,7 +272,7 @@ def test_asynchronous_step_arguments_are_accepted_by_the_trainer(tmp_path):
 def test_split_batch_slices_rows_within_the_token_budget():
     import torch
 
-    from downstream.trials import split_batch
+    from downstream.trial.trainer import split_batch
 
     batch = {"input_ids": torch.arange(40).view(10, 4), "labels": torch.zeros(10, 4), "scalar": 3}
     assert split_batch(batch, 0) == [batch]
@@ -286,8 +289,9 @@ def test_micro_batches_give_the_whole_batch_update(tmp_path, tiny_checkpoint):
     import torch
 
     from downstream.checkpoints import load_tokenizer
-    from downstream.tasks import NerTask
-    from downstream.trials import CPU_MICRO_BATCH_TOKENS, FinetuneSettings, build_trainer, split_batch
+    from downstream.ner.task import NerTask
+    from downstream.settings import CPU_MICRO_BATCH_TOKENS, FinetuneSettings
+    from downstream.trial.trainer import build_trainer, split_batch
 
     task = NerTask({"train": FIXTURES / "ner-tiny" / "train.tsv", "dev": FIXTURES / "ner-tiny" / "devel.tsv",
                     "test": FIXTURES / "ner-tiny" / "test.tsv"})
@@ -332,8 +336,9 @@ def test_layerwise_lr_decay_follows_the_original_rule(tmp_path, tiny_checkpoint)
     import torch
 
     from downstream.checkpoints import load_tokenizer
-    from downstream.tasks import NerTask
-    from downstream.trials import FinetuneSettings, build_trainer, layerwise_lr_scales
+    from downstream.ner.task import NerTask
+    from downstream.settings import FinetuneSettings
+    from downstream.trial.trainer import build_trainer, layerwise_lr_scales
 
     task = NerTask({"train": FIXTURES / "ner-tiny" / "train.tsv", "dev": FIXTURES / "ner-tiny" / "devel.tsv",
                     "test": FIXTURES / "ner-tiny" / "test.tsv"})

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from bioelectra.cli import app
 from bioelectra.optimization import electra_lr_lambda
 from downstream.errors import DownstreamError
+from downstream.kinds import build_task, task_class
 from downstream.settings import PROTOCOLS, FinetuneSettings
-from downstream.tasks import build_task, task_class
 
 runner = CliRunner()
 NER = FIXTURES / "ner-tiny"
@@ -34,7 +34,7 @@ def _task_and_tokenizer(settings):
 def test_the_electra_optimizer_matches_the_original_update_rule_by_hand(tmp_path, tiny_checkpoint):
     """google-research/electra model/optimization.py: no bias correction, epsilon 1e-6, weight decay not on
     LayerNorm and biases, warmup multiplied into a linear decay computed from step 0."""
-    from downstream.trainer import build_trainer
+    from downstream.trial.trainer import build_trainer
 
     settings = FinetuneSettings(task="ner", checkpoint=str(tiny_checkpoint), output_dir=tmp_path, data_dir=NER,
                                 optimizer="electra", learning_rate=1e-3, warmup_ratio=0.5, weight_decay=0.01,
@@ -69,7 +69,7 @@ def test_the_electra_optimizer_matches_the_original_update_rule_by_hand(tmp_path
 
 
 def test_dropout_reaches_every_dropout_module(tmp_path, tiny_checkpoint):
-    from downstream.trainer import build_trainer
+    from downstream.trial.trainer import build_trainer
 
     settings = FinetuneSettings(task="ner", checkpoint=str(tiny_checkpoint), output_dir=tmp_path, data_dir=NER,
                                 dropout=0.3, max_seq_length=16)  # fmt: skip

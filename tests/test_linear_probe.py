@@ -14,7 +14,7 @@ SCRIPT = Path(__file__).resolve().parent.parent / "recipes" / "bioelectra-mini" 
 def test_word_features_take_each_words_first_sub_token(tiny_checkpoint):
     from transformers import AutoModel, AutoTokenizer
 
-    from downstream.ner import read_ner_file
+    from downstream.ner.data import read_ner_file
 
     probe = load_script(SCRIPT)
     tokenizer = AutoTokenizer.from_pretrained(tiny_checkpoint)

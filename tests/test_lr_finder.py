@@ -9,8 +9,8 @@ from conftest import FIXTURES
 from typer.testing import CliRunner
 
 from bioelectra.cli import app
-from downstream.lr_finder import DIVERGENCE_FACTOR, lr_range_test, smooth_losses, suggest, sweep_rates
 from downstream.settings import FinetuneSettings
+from downstream.tuning.lr_finder import DIVERGENCE_FACTOR, lr_range_test, smooth_losses, suggest, sweep_rates
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -89,7 +89,7 @@ def test_range_test_on_a_tiny_model(tmp_path, tiny_checkpoint):
 
 
 def test_range_test_runs_every_step_when_nothing_diverges(tmp_path, tiny_checkpoint, monkeypatch):
-    monkeypatch.setattr("downstream.lr_finder.pyplot", lambda: None)  # matplotlib missing: JSON only
+    monkeypatch.setattr("downstream.tuning.lr_finder.pyplot", lambda: None)  # matplotlib missing: JSON only
     # also the original ELECTRA optimizer with layer-wise decay, as a trial would use it
     settings = _settings(tmp_path, tiny_checkpoint, optimizer="electra", layerwise_lr_decay=0.8)
     found = lr_range_test(settings, start=1e-7, end=1e-5, num_steps=5)  # more steps than the 2 training batches

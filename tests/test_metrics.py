@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from downstream.metrics import ner_metrics, summarize
+from downstream.ner.metrics import ner_metrics
+from downstream.trial.reports import summarize
 
 
 def test_entity_level_scores_hand_computed():
@@ -68,7 +69,7 @@ CHEMPROT_POSITIVE = CHEMPROT_LABELS[1:]
 
 
 def test_chemprot_micro_over_five_cpr_classes_hand_computed():
-    from downstream.metrics import re_metrics
+    from downstream.classification import re_metrics
 
     gold = ["CPR:3", "CPR:3", "CPR:4", "CPR:4", "CPR:4", "false", "false", "false", "CPR:9", "false"]
     pred = ["CPR:3", "CPR:4", "CPR:4", "CPR:4", "false", "false", "CPR:3", "false", "CPR:9", "CPR:9"]
@@ -91,7 +92,7 @@ def test_chemprot_micro_over_five_cpr_classes_hand_computed():
 
 
 def test_ddi_micro_over_four_types_hand_computed():
-    from downstream.metrics import re_metrics
+    from downstream.classification import re_metrics
 
     gold = ["DDI-effect", "DDI-false", "DDI-advise", "DDI-int", "DDI-false"]
     pred = ["DDI-effect", "DDI-effect", "DDI-false", "DDI-int", "DDI-false"]
@@ -105,7 +106,7 @@ def test_ddi_micro_over_four_types_hand_computed():
 
 
 def test_gad_binary_f1_of_the_positive_class_hand_computed():
-    from downstream.metrics import re_metrics
+    from downstream.classification import re_metrics
 
     gold = ["1", "1", "1", "0", "0", "0", "1"]
     pred = ["1", "0", "1", "1", "0", "0", "0"]
@@ -124,7 +125,7 @@ def test_re_metrics_agree_with_scikit_learn_micro_average():
     sklearn_metrics = pytest.importorskip("sklearn.metrics")
     import random
 
-    from downstream.metrics import re_metrics
+    from downstream.classification import re_metrics
 
     rng = random.Random(3)
     gold = [rng.choice(CHEMPROT_LABELS) for _ in range(300)]
@@ -135,7 +136,7 @@ def test_re_metrics_agree_with_scikit_learn_micro_average():
 
 
 def test_re_metrics_edge_cases():
-    from downstream.metrics import re_metrics
+    from downstream.classification import re_metrics
 
     m = re_metrics(["false", "CPR:3"], ["false", "false"], positive_labels=CHEMPROT_POSITIVE)
     assert (m["precision"], m["recall"], m["f1"]) == (0.0, 0.0, 0.0)

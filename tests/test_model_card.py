@@ -8,9 +8,9 @@ import yaml
 from typer.testing import CliRunner
 
 from bioelectra.cli import app
-from downstream.model_card import finetune_command, model_card
-from downstream.progress import epoch_header, epoch_row
 from downstream.settings import FinetuneSettings
+from downstream.trial.model_card import finetune_command, model_card
+from downstream.trial.progress import epoch_header, epoch_row
 
 
 def _settings(**kw):
@@ -22,7 +22,7 @@ def _settings(**kw):
 def test_the_recorded_command_makes_the_same_settings(monkeypatch):
     """The card's command, run through the real CLI, builds settings equal to the run's own."""
     seen = []
-    monkeypatch.setattr("downstream.trials.run_trials", lambda settings: seen.append(settings) or (_ for _ in ()).throw(ValueError("stop")))
+    monkeypatch.setattr("downstream.trial.runner.run_trials", lambda settings: seen.append(settings) or (_ for _ in ()).throw(ValueError("stop")))
     monkeypatch.setattr("bioelectra.cli.finetune.resolve_checkpoint", lambda ckpt, out: "/models/x")
     for settings in (
         _settings(),

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from conftest import write_lines
 
-from downstream.ner import (
+from downstream.ner.data import (
     IGNORE_INDEX,
     NerSplit,
     Sentence,

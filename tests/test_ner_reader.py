@@ -7,7 +7,7 @@ import pytest
 from conftest import FIXTURES, write_lines
 
 from downstream.errors import DataFormatError
-from downstream.ner import build_label_list, parse_tag, read_ner_file
+from downstream.ner.data import build_label_list, parse_tag, read_ner_file
 
 
 def test_biobert_tsv(tmp_path):
@@ -143,7 +143,7 @@ def test_typed_tags_are_read_as_they_are_and_bad_types_refused(tmp_path):
 
 
 def test_registry_types_and_a_saved_models_labels_decide_the_tags():
-    from downstream.ner_task import NerTask
+    from downstream.ner.task import NerTask
     from downstream.registry import get_spec
     from downstream.settings import FinetuneSettings
 

@@ -1,4 +1,4 @@
-"""``bioelectra predict`` (downstream.predict, downstream.predict_io): a tiny NER model trained in a fixture
+"""``bioelectra predict`` (downstream.predict.predictor, downstream.predict.formats): a tiny NER model trained in a fixture
 until it tags two diseases, a tiny RE model, every input and output format, windows, sentence splitting,
 errors, and agreement with ``transformers.pipeline``."""
 
@@ -14,15 +14,12 @@ from typer.testing import CliRunner
 
 from bioelectra.cli import app
 from downstream.errors import DataFormatError, DownstreamError
-from downstream.predict import (
-    PIPELINE_AGGREGATION,
-    Document,
-    decode_entities,
-    load_predictor,
-    predict_files,
-    split_sentences,
-)
-from downstream.predict_io import read_documents, safe_file_stem
+from downstream.ner.data import PIPELINE_AGGREGATION
+from downstream.predict.files import predict_files
+from downstream.predict.formats import Document, read_documents, safe_file_stem
+from downstream.predict.predictor import load_predictor
+from downstream.predict.results import decode_entities
+from downstream.predict.sentences import split_sentences
 
 MINI = Path(__file__).resolve().parent.parent / "bioelectra" / "assets" / "models" / "bioelectra-mini"
 LABELS = ["O", "B-Disease", "I-Disease"]
@@ -103,7 +100,7 @@ def re_model(tmp_path_factory) -> Path:
     import torch
     from transformers import AutoTokenizer, ElectraForSequenceClassification
 
-    from downstream.re import add_placeholder_tokens
+    from downstream.relation.data import add_placeholder_tokens
 
     torch.manual_seed(1)
     tokenizer = AutoTokenizer.from_pretrained(MINI)
@@ -121,8 +118,8 @@ def re_model_electra_head(tmp_path_factory) -> Path:
     import torch
     from transformers import AutoTokenizer
 
-    from downstream.heads import ElectraForRelationClassification
-    from downstream.re import add_placeholder_tokens
+    from downstream.classification import ElectraForRelationClassification
+    from downstream.relation.data import add_placeholder_tokens
 
     torch.manual_seed(2)
     tokenizer = AutoTokenizer.from_pretrained(MINI)
@@ -279,7 +276,7 @@ def test_pubmed_xml_documents_and_entities(ner_model, tmp_path):
 
 
 def test_read_tsv_as_the_re_reader_reads_it(tmp_path):
-    from downstream.re import read_re_file
+    from downstream.relation.data import read_re_file
 
     blurb = tmp_path / "test.tsv"
     blurb.write_text("index\tsentence\tlabel\n10064839.T1.T2\t @CHEMICAL$ inhibits @GENE$ .\tCPR:4\r\n"
@@ -324,7 +321,7 @@ def test_cli_conll_output(ner_model, tmp_path):
     second = dict(line.split("\t") for line in blocks[2].splitlines())
     assert (second["Duchenne"], second["muscular"], second["dystrophy"], second["The"]) == ("B-Disease", "I-Disease", "I-Disease", "O")
     assert blocks[3] == "" and len(blocks) == 4  # file ends with the last sentence's blank line
-    from downstream.ner import read_ner_file
+    from downstream.ner.data import read_ner_file
 
     assert read_ner_file(out).num_documents == 1  # the layout the NER reader reads
 
@@ -363,8 +360,8 @@ def test_re_classify_matches_training_encoding(re_model, caplog):
 
     sentences = ["@CHEMICAL$ inhibits @GENE$ .", "aspirin inhibits COX-2 ."]
     predictor = load_predictor(re_model, device="cpu")
-    assert predictor.placeholders() == ["@GENE$", "@CHEMICAL$"]  # downstream.re.PLACEHOLDERS order
-    with caplog.at_level(logging.WARNING, logger="downstream.predict"):
+    assert predictor.placeholders() == ["@GENE$", "@CHEMICAL$"]  # downstream.relation.data.PLACEHOLDERS order
+    with caplog.at_level(logging.WARNING, logger="downstream.predict.predictor"):
         results = list(predictor.classify([Document("s1", sentences[0]), Document("s2", sentences[1])]))
     assert "1 sentence(s) contain none" in caplog.text and "s2" in caplog.text
     tokenizer = AutoTokenizer.from_pretrained(re_model)
@@ -394,7 +391,7 @@ def test_cli_re_jsonl(re_model, tmp_path):
 
 
 def test_cli_re_tsv_ids_and_tab_warning(re_model, tmp_path, caplog):
-    with caplog.at_level(logging.WARNING, logger="downstream.predict"):  # before the CLI resets logging
+    with caplog.at_level(logging.WARNING, logger="downstream.predict.predictor"):  # before the CLI resets logging
         [wrong] = load_predictor(re_model, device="cpu").classify([Document("t", "7\t@CHEMICAL$ inhibits @GENE$ .")])
     assert "contain a tab" in caplog.text and "--input-format tsv" in caplog.text
     assert wrong.sentence.startswith("7\t")
@@ -413,7 +410,7 @@ def test_re_electra_head_loads_its_own_weights(re_model_electra_head, tmp_path):
     import torch
     from transformers import AutoTokenizer
 
-    from downstream.heads import ElectraForRelationClassification
+    from downstream.classification import ElectraForRelationClassification
 
     sentence = "@CHEMICAL$ strongly inhibits the kinase @GENE$ ."
     predictor = load_predictor(re_model_electra_head, device="cpu")

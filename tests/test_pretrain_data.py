@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bioelectra.cli import app
+from bioelectra.cli.common import app
 from bioelectra.corpus import (
     CorpusError,
     CorpusStats,
@@ -27,17 +27,13 @@ from bioelectra.corpus import (
 )
 from bioelectra.data import (
     _ASCII_PRETOKEN,
-    MIN_RANDOM_LENGTH,
     BuildDataSettings,
-    PackStats,
     WordPieceEncoder,
     build_pretraining_data,
-    draw_target_length,
     load_build_info,
     load_examples,
-    pack_document,
-    split_segments,
 )
+from bioelectra.packing import MIN_RANDOM_LENGTH, PackStats, draw_target_length, pack_document, split_segments
 from bioelectra.presets import bio_electra_vocab_file
 from bioelectra.vocab import SPECIAL_TOKENS, make_tokenizer
 

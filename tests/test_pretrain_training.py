@@ -552,7 +552,7 @@ def test_cli_train_eval_export_end_to_end(data_dir, tmp_path):
     assert set(w16) == set(w32) and all(v.dtype == torch.float16 for v in w16.values())
     for key, value in w32.items():
         torch.testing.assert_close(w16[key].float(), value, rtol=1e-3, atol=1e-4)
-    from downstream.tasks import NerTask
+    from downstream.ner.task import NerTask
 
     task = NerTask({"train": FIXTURES / "ner-tiny" / "train.tsv", "dev": FIXTURES / "ner-tiny" / "devel.tsv",
                     "test": FIXTURES / "ner-tiny" / "test.tsv"})

@@ -10,21 +10,21 @@ import numpy as np
 import pytest
 
 from downstream.errors import DataFormatError
-from downstream.qa import (
+from downstream.qa.data import (
     QaExample,
     QaSplit,
     locate_answer,
     read_squad_file,
     split_by_document,
 )
-from downstream.qa_metrics import (
+from downstream.qa.metrics import (
     bioasq_factoid_metrics,
     exact_match_score,
     f1_score,
     normalize_answer,
     squad_metrics,
 )
-from downstream.qa_spans import (
+from downstream.qa.spans import (
     PairTemplate,
     encode_qa_features,
     postprocess_predictions,

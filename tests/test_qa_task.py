@@ -13,18 +13,18 @@ from typer.testing import CliRunner
 
 from bioelectra.cli import app
 from downstream.errors import DataFormatError, DatasetUnavailableError
-from downstream.qa import (
+from downstream.qa.data import (
     QaExample,
     QaSplit,
     read_golden_factoid,
     read_squad_file,
 )
-from downstream.qa_spans import (
+from downstream.qa.spans import (
     NbestAnswer,
     QaPrediction,
     pool_by_question,
 )
-from downstream.qa_task import QaTask, find_qa_files, qa_metrics
+from downstream.qa.task import QaTask, find_qa_files, qa_metrics
 
 runner = CliRunner()
 WORDS = "protein kinase binds receptor cells tumor gene expression mice dose therapy virus infection lung".split()

@@ -54,7 +54,7 @@ def test_chemprot_form_end_to_end(tmp_path, tiny_checkpoint):
     # the kept model and tokenizer belong together: placeholders are single tokens, the head reloads
     from transformers import AutoTokenizer
 
-    from downstream.heads import ElectraForRelationClassification
+    from downstream.classification import ElectraForRelationClassification
 
     model_dir = out / "trial-0" / "model"
     model = ElectraForRelationClassification.from_pretrained(model_dir)
@@ -162,7 +162,7 @@ def test_download_checks_checksums(tmp_path, monkeypatch):
 @pytest.mark.shared_data
 def test_real_datasets_through_the_task_adapter(shared_data, tmp_path):
     """Counts that results.json reports, straight from the real files (no training)."""
-    from downstream.tasks import ReTask
+    from downstream.relation.task import ReTask
 
     re_dir = shared_data / "re"
     chem = ReTask(registry_free_files(re_dir / "chemprot"))
@@ -176,7 +176,7 @@ def test_real_datasets_through_the_task_adapter(shared_data, tmp_path):
 
 
 def registry_free_files(folder, fold=None):
-    from downstream.re import find_re_files
+    from downstream.relation.data import find_re_files
 
     return find_re_files(folder, fold=fold)
 
@@ -205,7 +205,7 @@ def test_gad_archive_download_keeps_the_fold_folders(tmp_path, monkeypatch):
     target = registry.download_dataset(spec, tmp_path / "cache" / "gad")
     assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*.tsv")) == sorted(
         k for k in members if k.endswith(".tsv"))
-    from downstream.re import list_folds
+    from downstream.relation.data import list_folds
 
     assert list_folds(target) == [1, 2]
 

@@ -3,7 +3,7 @@
 import pytest
 from conftest import FIXTURES, write_lines
 
-from downstream.re import (
+from downstream.relation.data import (
     PLACEHOLDERS,
     ReSplit,
     add_placeholder_tokens,
@@ -68,7 +68,7 @@ def test_truncation_counts_examples_that_lose_a_marker(tmp_path, tokenizer):
 
 
 def test_examples_missing_a_marker_in_the_file_are_counted(tmp_path, tokenizer):
-    from downstream.re import argument_marker_count
+    from downstream.relation.data import argument_marker_count
 
     assert argument_marker_count("BC6ENTC binds BC6ENTG near BC6OTHER") == 2
     assert argument_marker_count("@DRUG-DRUG$ with x") == 2 and argument_marker_count("@GENE$ only") == 1
@@ -80,7 +80,7 @@ def test_examples_missing_a_marker_in_the_file_are_counted(tmp_path, tokenizer):
 @pytest.mark.shared_data
 def test_real_chemprot_lines_without_a_marker(shared_data, tokenizer):
     """SOURCES.md 3c: train 23 lines without BC6ENTC + 1 without BC6ENTG, dev 6 / 0, test 14 / 1."""
-    from downstream.re import argument_marker_count
+    from downstream.relation.data import argument_marker_count
 
     for split, expected in (("train", 24), ("dev", 6), ("test", 15)):
         examples = read_re_file(shared_data / "re" / "chemprot" / f"{split}.tsv").examples
@@ -101,7 +101,7 @@ def test_task_builds_a_resized_classifier_and_scores_in_file_order(tiny_checkpoi
     import torch
     from transformers import EvalPrediction
 
-    from downstream.tasks import ReTask
+    from downstream.relation.task import ReTask
 
     task = ReTask(find_re_files(FIXTURES / "re-chemprot"), re_head=head)
     assert task.labels == ["False", "CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9"]
@@ -128,7 +128,7 @@ def test_task_builds_a_resized_classifier_and_scores_in_file_order(tiny_checkpoi
 
 
 def test_empty_dev_is_cut_from_train_and_counts_keep_the_file_sizes(tokenizer):
-    from downstream.tasks import ReTask
+    from downstream.relation.task import ReTask
 
     task = ReTask(find_re_files(FIXTURES / "re-gad", fold=1), dev_fraction=0.2, dev_split_seed=3)
     task.encode(tokenizer, max_seq_length=32)
@@ -144,7 +144,7 @@ def test_electra_head_refuses_a_non_electra_checkpoint(tmp_path, tokenizer):
     from transformers import BertConfig, BertModel
 
     from downstream.errors import DownstreamError
-    from downstream.tasks import ReTask
+    from downstream.relation.task import ReTask
 
     BertModel(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                          intermediate_size=64)).save_pretrained(tmp_path / "bert")

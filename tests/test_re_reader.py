@@ -3,15 +3,15 @@
 import pytest
 from conftest import FIXTURES, write_lines
 
-from downstream.ddi import ddi_document_of
 from downstream.errors import DataFormatError, DatasetUnavailableError
-from downstream.re import (
+from downstream.relation.data import (
     build_re_label_list,
     cut_dev_split,
     find_re_files,
     list_folds,
     read_re_file,
 )
+from downstream.relation.ddi import ddi_document_of
 
 
 def test_bio_electra_chemprot_form():
@@ -90,7 +90,7 @@ def test_dev_cut_is_seeded_sized_and_keeps_groups_together():
     assert cut_dev_split(examples, fraction=0.2, seed=7)[1] != dev
     assert [e.line for e in train] == sorted(e.line for e in train)  # file order kept
     # grouped (DDI documents): a group is never split
-    from downstream.re import ReExample
+    from downstream.relation.data import ReExample
 
     grouped = [ReExample("s", "DDI-false", f"DDI-DrugBank.d{d}.s0.p{i}", 0) for d in range(5) for i in range(d + 1)]
     train, dev = cut_dev_split(grouped, fraction=0.2, seed=1, group_of=lambda e: ddi_document_of(e.index))
@@ -108,7 +108,7 @@ def test_label_list_puts_the_negative_first():
 
 
 def test_unknown_test_label_is_an_error_with_file_and_line(tmp_path):
-    from downstream.tasks import ReTask
+    from downstream.relation.task import ReTask
 
     for name in ("train.tsv", "dev.tsv"):
         (tmp_path / name).write_bytes((FIXTURES / "re-blurb" / name).read_bytes())

@@ -10,7 +10,7 @@ import pytest
 
 from downstream import registry
 from downstream.errors import DatasetUnavailableError, DownstreamError
-from downstream.ner import read_ner_file
+from downstream.ner.data import read_ner_file
 
 
 def test_all_ner_benchmarks_are_registered():

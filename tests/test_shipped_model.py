@@ -122,7 +122,7 @@ def test_finetune_resolves_bioelectra_mini_and_its_untrained_twin(tmp_path):
 
     from bioelectra.cli import _resolve_checkpoint
     from downstream.checkpoints import load_tokenizer
-    from downstream.tasks import NerTask
+    from downstream.ner.task import NerTask
 
     shipped = _resolve_checkpoint("bioelectra-mini", tmp_path)
     assert shipped == str(shipped_model_dir("bioelectra-mini"))

@@ -9,9 +9,9 @@ import pytest
 import torch
 from conftest import FIXTURES
 
+from downstream.kinds import TASKS, build_task, task_class
 from downstream.settings import FinetuneSettings
 from downstream.task import Task, argmax_logits
-from downstream.tasks import TASKS, build_task, task_class
 
 
 def test_every_task_kind_implements_the_protocol():
@@ -41,10 +41,10 @@ def test_argmax_logits_keeps_every_output_of_a_tuple():
 def test_finetune_trainer_is_importable_and_subclassable():
     from transformers import Trainer
 
-    from downstream.trainer import FinetuneTrainer
+    from downstream.trial.trainer import FinetuneTrainer
 
     assert issubclass(FinetuneTrainer, Trainer)
-    assert inspect.getmodule(FinetuneTrainer).__name__ == "downstream.trainer"
+    assert inspect.getmodule(FinetuneTrainer).__name__ == "downstream.trial.trainer"
 
     class Custom(FinetuneTrainer):
         pass
@@ -56,7 +56,7 @@ def test_finetune_trainer_is_importable_and_subclassable():
 def test_a_warmup_ratio_of_one_warms_up_over_the_whole_run(tmp_path, tiny_checkpoint, ratio, expected):
     """transformers 5 reads warmup_steps >= 1 as steps: 1.0 used to mean one step, not the whole run."""
     from downstream.checkpoints import load_tokenizer
-    from downstream.trainer import build_trainer, warmup_steps
+    from downstream.trial.trainer import build_trainer, warmup_steps
 
     settings = FinetuneSettings(task="ner", checkpoint=str(tiny_checkpoint), output_dir=tmp_path, data_dir=FIXTURES / "ner-tiny",
                                 warmup_ratio=ratio, num_train_epochs=3, per_device_train_batch_size=2)  # fmt: skip

@@ -17,8 +17,8 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from bioelectra import tf_checkpoint as tfc
-from bioelectra.tf_checkpoint import (
+from bioelectra import tf as tfc
+from bioelectra.tf import (
     TFCheckpointError,
     TFCheckpointReader,
     convert_tf_checkpoint,

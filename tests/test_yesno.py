@@ -14,8 +14,7 @@ from typer.testing import CliRunner
 
 from bioelectra.cli import app
 from downstream.errors import DataFormatError, DatasetUnavailableError
-from downstream.metrics import classification_metrics
-from downstream.yesno import (
+from downstream.yesno.data import (
     cut_by_question,
     find_yesno_files,
     pubmedqa_split,
@@ -23,7 +22,8 @@ from downstream.yesno import (
     read_golden_yesno,
     read_pubmedqa_file,
 )
-from downstream.yesno_task import YesNoTask
+from downstream.yesno.metrics import classification_metrics
+from downstream.yesno.task import YesNoTask
 
 runner = CliRunner()
 
@@ -185,7 +185,7 @@ def test_finetune_yesno_end_to_end(tmp_path, tiny_checkpoint):
     assert "Yes/no question answering" in card and "text_pair" in card
     from transformers import AutoTokenizer
 
-    from downstream.heads import ElectraForRelationClassification
+    from downstream.classification import ElectraForRelationClassification
 
     model = ElectraForRelationClassification.from_pretrained(out / "trial-0" / "model")
     tokenizer = AutoTokenizer.from_pretrained(out / "trial-0" / "model")

@@ -6,6 +6,7 @@
 
 This package is the only place that knows about the command line: each command parses its options, builds
 a settings object, calls one library function, prints the result and turns library errors into exit code 2.
+It is the top floor: it imports the ``bioelectra`` library and ``downstream``; neither imports it.
 """
 
 from __future__ import annotations

@@ -19,97 +19,114 @@ class Export(StrEnum):
     both = "both"
 
 
+#: The options of ``convert`` (their declarations, so the command's signature stays one line each).
+_ConvertTfCheckpointArg = Annotated[
+    Path | None,
+    typer.Argument(
+        metavar="TF_CHECKPOINT",
+        help="Directory with the original checkpoint (checkpoint file and/or model.ckpt-N.index + "
+        ".data-*), vocab.txt and optionally config.json / hparams.json.",
+        show_default=False,
+    ),
+]
+_ConvertTfCheckpoint = Annotated[
+    Path | None,
+    typer.Option(
+        "--tf-checkpoint",
+        "--tf_checkpoint",
+        "--tf_checkpoint_path",
+        help="Same as the positional argument (--tf_checkpoint_path: transformers' old converter).",
+    ),
+]
+_ConvertOutputDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--output-dir",
+        "--output_dir",
+        "-o",
+        help="Where the transformers checkpoint goes (default <TF_CHECKPOINT>-hf).",
+    ),
+]
+_ConvertExport = Annotated[
+    Export,
+    typer.Option(
+        help="discriminator (ElectraForPreTraining), generator (ElectraForMaskedLM), "
+        "or both (two subdirectories)."
+    ),
+]
+_ConvertConfig = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "--config_file",
+        "--electra_config_file",
+        help="Bio-ELECTRA-style or transformers config.json (default: config.json in the checkpoint dir; "
+        "--config_file / --electra_config_file: the old converters' names).",
+    ),
+]
+_ConvertHparams = Annotated[
+    str | None,
+    typer.Option(
+        help="The original run_pretraining.py --hparams: a JSON file or inline JSON "
+        "(default: hparams.json in the checkpoint directory)."
+    ),
+]
+_ConvertVocabFile = Annotated[
+    Path | None,
+    typer.Option("--vocab-file", help="WordPiece vocabulary (default: vocab.txt in the checkpoint dir)."),
+]
+_ConvertModelSize = Annotated[
+    ModelSize | None,
+    typer.Option("--model-size", help="Original model size, checked against the tensors."),
+]
+_ConvertNumAttentionHeads = Annotated[
+    int | None,
+    typer.Option(
+        "--num-attention-heads",
+        min=1,
+        help="Discriminator heads (default: config/hparams, else hidden_size // 64 as the original).",
+    ),
+]
+_ConvertDoLowerCase = Annotated[
+    bool | None,
+    typer.Option(
+        "--do-lower-case/--no-lower-case",
+        help="Tokenizer casing (default: hparams/config, else inferred from vocab.txt).",
+        show_default=False,
+    ),
+]
+_ConvertPytorchDumpPath = Annotated[
+    Path | None,
+    typer.Option(
+        "--pytorch_dump_path",
+        help="transformers' old converter: the output. A file name (pytorch_model.bin) writes the "
+        "save_pretrained directory beside it (pytorch_model/), as --output-dir.",
+    ),
+]
+_ConvertDiscriminatorOrGenerator = Annotated[
+    Export | None,
+    typer.Option("--discriminator_or_generator", help="transformers' old converter: the same as --export."),
+]
+_ConvertOverwrite = Annotated[bool, typer.Option("--overwrite", help="Replace an existing output dir.")]
+_ConvertVerbose = Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")]
+
+
 @app.command("convert")
 def convert(
-    tf_checkpoint_arg: Annotated[
-        Path | None,
-        typer.Argument(
-            metavar="TF_CHECKPOINT",
-            help="Directory with the original checkpoint (checkpoint file and/or model.ckpt-N.index + "
-            ".data-*), vocab.txt and optionally config.json / hparams.json.",
-            show_default=False,
-        ),
-    ] = None,
-    tf_checkpoint: Annotated[
-        Path | None,
-        typer.Option(
-            "--tf-checkpoint",
-            "--tf_checkpoint",
-            "--tf_checkpoint_path",
-            help="Same as the positional argument (--tf_checkpoint_path: transformers' old converter).",
-        ),
-    ] = None,
-    output_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--output-dir",
-            "--output_dir",
-            "-o",
-            help="Where the transformers checkpoint goes (default <TF_CHECKPOINT>-hf).",
-        ),
-    ] = None,
-    export: Annotated[
-        Export,
-        typer.Option(
-            help="discriminator (ElectraForPreTraining), generator (ElectraForMaskedLM), "
-            "or both (two subdirectories)."
-        ),
-    ] = Export.discriminator,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            "--config_file",
-            "--electra_config_file",
-            help="Bio-ELECTRA-style or transformers config.json (default: config.json in the checkpoint dir; "
-            "--config_file / --electra_config_file: the old converters' names).",
-        ),
-    ] = None,
-    hparams: Annotated[
-        str | None,
-        typer.Option(
-            help="The original run_pretraining.py --hparams: a JSON file or inline JSON "
-            "(default: hparams.json in the checkpoint directory)."
-        ),
-    ] = None,
-    vocab_file: Annotated[
-        Path | None,
-        typer.Option("--vocab-file", help="WordPiece vocabulary (default: vocab.txt in the checkpoint dir)."),
-    ] = None,
-    model_size: Annotated[
-        ModelSize | None,
-        typer.Option("--model-size", help="Original model size, checked against the tensors."),
-    ] = None,
-    num_attention_heads: Annotated[
-        int | None,
-        typer.Option(
-            "--num-attention-heads",
-            min=1,
-            help="Discriminator heads (default: config/hparams, else hidden_size // 64 as the original).",
-        ),
-    ] = None,
-    do_lower_case: Annotated[
-        bool | None,
-        typer.Option(
-            "--do-lower-case/--no-lower-case",
-            help="Tokenizer casing (default: hparams/config, else inferred from vocab.txt).",
-            show_default=False,
-        ),
-    ] = None,
-    pytorch_dump_path: Annotated[
-        Path | None,
-        typer.Option(
-            "--pytorch_dump_path",
-            help="transformers' old converter: the output. A file name (pytorch_model.bin) writes the "
-            "save_pretrained directory beside it (pytorch_model/), as --output-dir.",
-        ),
-    ] = None,
-    discriminator_or_generator: Annotated[
-        Export | None,
-        typer.Option("--discriminator_or_generator", help="transformers' old converter: the same as --export."),
-    ] = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output dir.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+    tf_checkpoint_arg: _ConvertTfCheckpointArg = None,
+    tf_checkpoint: _ConvertTfCheckpoint = None,
+    output_dir: _ConvertOutputDir = None,
+    export: _ConvertExport = Export.discriminator,
+    config: _ConvertConfig = None,
+    hparams: _ConvertHparams = None,
+    vocab_file: _ConvertVocabFile = None,
+    model_size: _ConvertModelSize = None,
+    num_attention_heads: _ConvertNumAttentionHeads = None,
+    do_lower_case: _ConvertDoLowerCase = None,
+    pytorch_dump_path: _ConvertPytorchDumpPath = None,
+    discriminator_or_generator: _ConvertDiscriminatorOrGenerator = None,
+    overwrite: _ConvertOverwrite = False,
+    verbose: _ConvertVerbose = False,
 ) -> None:
     """Convert an original TensorFlow ELECTRA / Bio-ELECTRA checkpoint to transformers (no TensorFlow)."""
     _setup_logging(verbose)

@@ -35,35 +35,32 @@ def evaluate(
     """Score a saved fine-tuned model on dev and test with the metrics, files and report keys of a trial."""
     _setup_logging(verbose)
     from downstream.errors import DownstreamError
-    from downstream.evaluate import evaluate_model, model_kind
-    from downstream.settings import FinetuneSettings
+    from downstream.options import settings_from_options
+    from downstream.trial.evaluate import evaluate_model, model_kind
 
     if dataset is None and data_dir is None:
         _fail(_UserError("give --dataset NAME or --data-dir DIR"))
     out = output_dir or Path("runs") / f"evaluate-{dataset or data_dir.name}"  # type: ignore[union-attr]
     try:
-        from downstream.tasks import task_class
-
         kind = loader.value if loader is not None else model_kind(model)
-        length = {"max_seq_length": max_seq_length} if max_seq_length is not None else {}
-        qa = {
-            k: v
-            for k, v in {"doc_stride": doc_stride, "max_query_length": max_query_length, "max_answer_length": max_answer_length,
-                         "n_best_size": n_best_size, "null_score_threshold": null_score_threshold}.items()
-            if v is not None
-        }  # fmt: skip
-        if qa and kind != "qa":
-            _fail(_UserError(f"--{next(iter(qa)).replace('_', '-')} is for question answering models"))
-        settings = FinetuneSettings(
-            task=kind, checkpoint=str(model), checkpoint_name=str(model), output_dir=out, dataset=dataset,
-            data_dir=data_dir, per_device_eval_batch_size=eval_batch_size, fold=fold, precision=precision.value,
-            **{**task_class(kind).default_settings, **length, **qa},
+        settings = settings_from_options(
+            kind,
+            given={
+                "max_seq_length": max_seq_length, "doc_stride": doc_stride, "max_query_length": max_query_length,
+                "max_answer_length": max_answer_length, "n_best_size": n_best_size,
+                "null_score_threshold": null_score_threshold,
+            },
+            fixed={
+                "checkpoint_name": str(model), "output_dir": out, "dataset": dataset, "data_dir": data_dir,
+                "per_device_eval_batch_size": eval_batch_size, "fold": fold, "precision": precision.value,
+            },
+            checkpoint=lambda: str(model),
         )  # fmt: skip
         report = evaluate_model(settings)
     except (DownstreamError, FileNotFoundError, ValueError, OSError) as exc:
         _fail(exc)
         return
-    from downstream.evaluate import evaluation_line
+    from downstream.trial.evaluate import evaluation_line
 
     for split in ("dev", "test"):
         print(f"{split}: {evaluation_line(report, split)}")

@@ -42,150 +42,197 @@ class Iob1Policy(StrEnum):
     reject = "reject"
 
 
+#: The options of ``finetune`` (their declarations, so the command's signature stays one line each).
+_FinetuneLoader = Annotated[
+    Loader,
+    typer.Option(help="Task kind: 'ner' (token classification), 're' (relation extraction), 'qa' (extractive question answering, SQuAD format) or 'yesno' (yes/no/maybe question answering: PubMedQA, BioASQ yes/no)."),
+]
+_FinetuneDataset = Annotated[
+    str | None,
+    typer.Option(help="Benchmark name from the registry (e.g. ncbi-disease, bc5cdr-chem, chemprot, gad, covid-qa)."),
+]
+_FinetuneDataDir = Annotated[
+    Path | None,
+    typer.Option("--data-dir", "--data_dir", help="Local folder with train.tsv, devel.tsv (or dev.tsv) and test.tsv (QA: train.json, dev.json, test.json, or one SQuAD JSON file split by document); overrides the registry."),
+]
+_FinetuneCkpt = Annotated[
+    str,
+    typer.Option(
+        help=f"Checkpoint: {' or '.join(SHIPPED_MODELS)} (pre-trained discriminators shipped with the package; "
+        f"default {DEFAULT_CKPT}), a local save_pretrained directory, a hub id (needs a network), an original "
+        "TensorFlow ELECTRA checkpoint directory, or an untrained encoder: a size preset "
+        f"electra-small|electra-base|electra-large or {'|'.join(UNTRAINED_TWINS)} (a shipped model's shape and "
+        "tokenizer, random weights).",
+    ),
+]
+_FinetuneOutputDir = Annotated[
+    Path | None,
+    typer.Option("--output-dir", "--output_dir", help="Where results.json, results.md and per-trial outputs go (default runs/<loader>-<dataset>)."),
+]
+_FinetuneMetric = Annotated[str, typer.Option(help="Development-set metric that selects the best epoch (f1, precision, recall, accuracy, loss).")]
+_FinetuneGreaterIsBetter = Annotated[
+    bool,
+    typer.Option("--greater-is-better/--lower-is-better", "--greater_is_better/--lower_is_better", help="Whether a larger --metric is better."),
+]
+_FinetuneTrials = Annotated[int | None, typer.Option(min=1, show_default=False, help="Number of fine-tuning runs, with seeds seed, seed+1, ... [default: 1]")]
+_FinetuneEpochs = Annotated[float | None, typer.Option(min=0.0, show_default=False, help="Training epochs per trial. [default: 3]")]
+_FinetuneLearningRate = Annotated[
+    float | None,
+    typer.Option(
+        "--learning-rate",
+        "--learning_rate",
+        "--lr",
+        min=0.0,
+        show_default=False,
+        help="Peak learning rate (linear warmup, then linear decay). Default: "
+        + ", ".join(f"{rate:g} for {name} and its untrained twin" for name, rate in SHIPPED_MODEL_LEARNING_RATES.items())
+        + " (the rate of their model card's comparison), 1e-4 (ELECTRA's fine-tuning default) otherwise.",
+    ),
+]
+_FinetuneBatchSize = Annotated[int | None, typer.Option("--batch-size", "--batch_size", min=1, show_default=False, help="Training batch size per device. [default: 32]")]
+_FinetuneEvalBatchSize = Annotated[int | None, typer.Option("--eval-batch-size", "--eval_batch_size", min=1, show_default=False, help="Evaluation batch size per device. [default: 64]")]
+_FinetuneLayerwiseLrDecay = Annotated[
+    float | None,
+    typer.Option(
+        "--layerwise-lr-decay",
+        "--layerwise_lr_decay",
+        max=1.0,
+        help="Learning-rate factor in (0, 1] per encoder layer below the task head (original ELECTRA fine-tuning: 0.8 "
+        "for Small and Base); the embeddings get decay**(layers + 2). 1.0: one rate for all. [default: 1.0]",
+        show_default=False,
+    ),
+]
+_FinetuneMicroBatchTokens = Annotated[
+    int | None,
+    typer.Option("--micro-batch-tokens", "--micro_batch_tokens", min=0, help="Run a training batch with more padded tokens than this as several forward/backward passes adding up to the same update (less memory). Default: 1024 on CPU, no splitting on a GPU; 0: never split."),
+]
+_FinetuneMaxSeqLength = Annotated[
+    int | None,
+    typer.Option("--max-seq-length", "--max_seq_length", min=8, show_default=False, help="Sub-tokens per model input, [CLS] and [SEP] included. NER: longer sentences are split into windows; RE: truncated, examples losing an entity marker counted. [default: 128]"),
+]
+_FinetuneSeed = Annotated[int, typer.Option(help="Seed of the first trial; trial i uses seed + i.")]
+_FinetuneMaxSteps = Annotated[int, typer.Option("--max-steps", "--max_steps", help="If > 0, stop each trial after this many optimizer steps (overrides --epochs).")]
+_FinetuneWarmupRatio = Annotated[float | None, typer.Option("--warmup-ratio", "--warmup_ratio", min=0.0, max=1.0, show_default=False, help="Fraction of steps with linear warmup. [default: 0.1]")]
+_FinetuneWeightDecay = Annotated[float | None, typer.Option("--weight-decay", "--weight_decay", min=0.0, show_default=False, help="AdamW weight decay (not on biases and LayerNorm). [default: 0.01]")]
+_FinetuneOptimizer = Annotated[
+    Optimizer | None,
+    typer.Option(show_default=False, help="adamw (the Trainer's AdamW and schedule) or electra (the original ELECTRA fine-tuning optimizer: no Adam bias correction, epsilon 1e-6, warmup multiplied into a linear decay from step 0). [default: adamw]"),
+]
+_FinetuneDropout = Annotated[
+    float | None,
+    typer.Option(min=0.0, max=0.99, show_default=False, help="Hidden, attention and classifier dropout of the fine-tuned model. [default: the checkpoint's own values]"),
+]
+_FinetuneProtocol = Annotated[
+    str | None,
+    typer.Option(show_default=False, help="A named set of settings: 'bio-electra' (10 epochs at 3e-4, 10 trials, layer-wise decay 0.8, the electra optimizer, dropout 0.1), 'electra' (the original's fine-tuning defaults), 'blurb' (BLURB-style settings per dataset, third-party, see the report) or 'default'. Options given explicitly override it."),
+]
+_FinetunePrecision = Annotated[Precision, typer.Option(help="auto: bf16 on GPUs that support it, fp32 otherwise.")]
+_FinetuneIob1 = Annotated[
+    Iob1Policy,
+    typer.Option(help="An I-x tag not preceded by B-x/I-x (IOB1 style): 'repair' it to B-x with a warning, or 'reject' the file."),
+]
+_FinetuneEntityType = Annotated[
+    str | None,
+    typer.Option(
+        "--entity-type",
+        "--entity_type",
+        show_default=False,
+        help="NER: the entity type of bare B / I tags (BioBERT's files), so the saved model's labels read "
+        "B-<type> / I-<type> and pipelines group typed entities. Default: the registered dataset's type "
+        "(ncbi-disease: Disease, bc5cdr-chem: Chemical, ...); bare tags for --data-dir files.",
+    ),
+]
+_FinetuneMaxTrainExamples = Annotated[
+    int | None, typer.Option("--max-train-examples", help="Use only the first N training sentences/examples (smoke runs).")
+]
+_FinetuneFold = Annotated[
+    int | None, typer.Option(min=1, help="RE: cross-validation fold to run (GAD: 1..10; the data folder holds 1/ 2/ ...).")
+]
+_FinetuneFolds = Annotated[
+    str | None,
+    typer.Option(help="RE: 'all' runs every fold folder and reports the mean over folds; or a list like '1,2,3'."),
+]
+_FinetuneReHead = Annotated[
+    ReHead,
+    typer.Option("--re-head", "--re_head", help="RE and yes/no classifier head: 'electra' (dropout + linear over [CLS], ELECTRA's) or 'hf' (ElectraClassificationHead)."),
+]
+_FinetuneDevFraction = Annotated[
+    float, typer.Option("--dev-fraction", min=0.01, max=0.5, help="RE, QA: fraction of train (QA: of its documents) cut off as the development split when there is none.")
+]
+_FinetuneDevSplitSeed = Annotated[int, typer.Option("--dev-split-seed", help="RE, QA: seed of the development cut and of QA's split of a single file by document (shared by all trials).")]
+_FinetuneDocStride = Annotated[int | None, typer.Option("--doc-stride", min=1, show_default=False, help="QA: tokens between the starts of two context windows. [default: 128]")]
+_FinetuneMaxQueryLength = Annotated[int | None, typer.Option("--max-query-length", min=1, show_default=False, help="QA: question tokens kept. [default: 64]")]
+_FinetuneMaxAnswerLength = Annotated[int | None, typer.Option("--max-answer-length", min=1, show_default=False, help="QA: longest answer, in tokens. [default: 30]")]
+_FinetuneNBestSize = Annotated[int | None, typer.Option("--n-best-size", min=1, show_default=False, help="QA: candidates per window and length of the n-best list. [default: 20]")]
+_FinetuneNullScoreThreshold = Annotated[float | None, typer.Option("--null-score-threshold", show_default=False, help="QA on SQuAD 2.0 data: answer nothing when the no-answer score beats the best span's by more than this. [default: 0]")]
+_FinetuneNullWindowFraction = Annotated[
+    float | None,
+    typer.Option("--null-window-fraction", min=0.0, max=1.0, show_default=False, help="QA: fraction of the training windows without the answer kept (seeded); long documents are mostly such windows. [default: 1, all]"),
+]
+_FinetuneHpSearch = Annotated[
+    int | None,
+    typer.Option("--hp-search", min=1, show_default=False, help="First search N settings of learning rate, epochs, batch size, warmup, layer-wise decay and dropout on the development split (Optuna, seeded, resumable; options you give stay fixed), then run --trials with the best. Needs bioelectra[search]."),
+]
+_FinetuneReportTo = Annotated[
+    str,
+    typer.Option("--report-to", "--report_to", help="Log losses, learning rate and development metrics to: none, tensorboard (event files in each trial's tensorboard/ folder; needs bioelectra[logging]), all, or other Trainer integrations installed (wandb, mlflow, ...), comma-separated."),
+]
+_FinetuneFindLr = Annotated[
+    bool,
+    typer.Option("--find-lr", help="Instead of training: a learning-rate range test (Smith 2017), an exponential sweep with the loss recorded; writes lr_find.json and plots/lr_find.png and prints the suggested rate."),
+]
+_FinetuneFindLrStart = Annotated[float, typer.Option("--find-lr-start", min=0.0, help="--find-lr: first rate of the sweep.")]
+_FinetuneFindLrEnd = Annotated[float, typer.Option("--find-lr-end", min=0.0, help="--find-lr: last rate of the sweep.")]
+_FinetuneFindLrSteps = Annotated[int, typer.Option("--find-lr-steps", min=2, help="--find-lr: optimizer steps of the sweep.")]
+_FinetuneVerbose = Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")]
+
+
 @app.command("finetune")
 def finetune(
-    loader: Annotated[
-        Loader,
-        typer.Option(help="Task kind: 'ner' (token classification), 're' (relation extraction), 'qa' (extractive question answering, SQuAD format) or 'yesno' (yes/no/maybe question answering: PubMedQA, BioASQ yes/no)."),
-    ] = Loader.ner,
-    dataset: Annotated[
-        str | None,
-        typer.Option(help="Benchmark name from the registry (e.g. ncbi-disease, bc5cdr-chem, chemprot, gad, covid-qa)."),
-    ] = None,
-    data_dir: Annotated[
-        Path | None,
-        typer.Option("--data-dir", "--data_dir", help="Local folder with train.tsv, devel.tsv (or dev.tsv) and test.tsv (QA: train.json, dev.json, test.json, or one SQuAD JSON file split by document); overrides the registry."),
-    ] = None,
-    ckpt: Annotated[
-        str,
-        typer.Option(
-            help=f"Checkpoint: {' or '.join(SHIPPED_MODELS)} (pre-trained discriminators shipped with the package; "
-            f"default {DEFAULT_CKPT}), a local save_pretrained directory, a hub id (needs a network), an original "
-            "TensorFlow ELECTRA checkpoint directory, or an untrained encoder: a size preset "
-            f"electra-small|electra-base|electra-large or {'|'.join(UNTRAINED_TWINS)} (a shipped model's shape and "
-            "tokenizer, random weights).",
-        ),
-    ] = DEFAULT_CKPT,
-    output_dir: Annotated[
-        Path | None,
-        typer.Option("--output-dir", "--output_dir", help="Where results.json, results.md and per-trial outputs go (default runs/<loader>-<dataset>)."),
-    ] = None,
-    metric: Annotated[str, typer.Option(help="Development-set metric that selects the best epoch (f1, precision, recall, accuracy, loss).")] = "f1",
-    greater_is_better: Annotated[
-        bool,
-        typer.Option("--greater-is-better/--lower-is-better", "--greater_is_better/--lower_is_better", help="Whether a larger --metric is better."),
-    ] = True,
-    trials: Annotated[int | None, typer.Option(min=1, show_default=False, help="Number of fine-tuning runs, with seeds seed, seed+1, ... [default: 1]")] = None,
-    epochs: Annotated[float | None, typer.Option(min=0.0, show_default=False, help="Training epochs per trial. [default: 3]")] = None,
-    learning_rate: Annotated[
-        float | None,
-        typer.Option(
-            "--learning-rate",
-            "--learning_rate",
-            "--lr",
-            min=0.0,
-            show_default=False,
-            help="Peak learning rate (linear warmup, then linear decay). Default: "
-            + ", ".join(f"{rate:g} for {name} and its untrained twin" for name, rate in SHIPPED_MODEL_LEARNING_RATES.items())
-            + " (the rate of their model card's comparison), 1e-4 (ELECTRA's fine-tuning default) otherwise.",
-        ),
-    ] = None,
-    batch_size: Annotated[int | None, typer.Option("--batch-size", "--batch_size", min=1, show_default=False, help="Training batch size per device. [default: 32]")] = None,
-    eval_batch_size: Annotated[int | None, typer.Option("--eval-batch-size", "--eval_batch_size", min=1, show_default=False, help="Evaluation batch size per device. [default: 64]")] = None,
-    layerwise_lr_decay: Annotated[
-        float | None,
-        typer.Option(
-            "--layerwise-lr-decay",
-            "--layerwise_lr_decay",
-            max=1.0,
-            help="Learning-rate factor in (0, 1] per encoder layer below the task head (original ELECTRA fine-tuning: 0.8 "
-            "for Small and Base); the embeddings get decay**(layers + 2). 1.0: one rate for all. [default: 1.0]",
-            show_default=False,
-        ),
-    ] = None,
-    micro_batch_tokens: Annotated[
-        int | None,
-        typer.Option("--micro-batch-tokens", "--micro_batch_tokens", min=0, help="Run a training batch with more padded tokens than this as several forward/backward passes adding up to the same update (less memory). Default: 1024 on CPU, no splitting on a GPU; 0: never split."),
-    ] = None,
-    max_seq_length: Annotated[
-        int | None,
-        typer.Option("--max-seq-length", "--max_seq_length", min=8, show_default=False, help="Sub-tokens per model input, [CLS] and [SEP] included. NER: longer sentences are split into windows; RE: truncated, examples losing an entity marker counted. [default: 128]"),
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the first trial; trial i uses seed + i.")] = 42,
-    max_steps: Annotated[int, typer.Option("--max-steps", "--max_steps", help="If > 0, stop each trial after this many optimizer steps (overrides --epochs).")] = -1,
-    warmup_ratio: Annotated[float | None, typer.Option("--warmup-ratio", "--warmup_ratio", min=0.0, max=1.0, show_default=False, help="Fraction of steps with linear warmup. [default: 0.1]")] = None,
-    weight_decay: Annotated[float | None, typer.Option("--weight-decay", "--weight_decay", min=0.0, show_default=False, help="AdamW weight decay (not on biases and LayerNorm). [default: 0.01]")] = None,
-    optimizer: Annotated[
-        Optimizer | None,
-        typer.Option(show_default=False, help="adamw (the Trainer's AdamW and schedule) or electra (the original ELECTRA fine-tuning optimizer: no Adam bias correction, epsilon 1e-6, warmup multiplied into a linear decay from step 0). [default: adamw]"),
-    ] = None,
-    dropout: Annotated[
-        float | None,
-        typer.Option(min=0.0, max=0.99, show_default=False, help="Hidden, attention and classifier dropout of the fine-tuned model. [default: the checkpoint's own values]"),
-    ] = None,
-    protocol: Annotated[
-        str | None,
-        typer.Option(show_default=False, help="A named set of settings: 'bio-electra' (10 epochs at 3e-4, 10 trials, layer-wise decay 0.8, the electra optimizer, dropout 0.1), 'electra' (the original's fine-tuning defaults), 'blurb' (BLURB-style settings per dataset, third-party, see the report) or 'default'. Options given explicitly override it."),
-    ] = None,
-    precision: Annotated[Precision, typer.Option(help="auto: bf16 on GPUs that support it, fp32 otherwise.")] = Precision.auto,
-    iob1: Annotated[
-        Iob1Policy,
-        typer.Option(help="An I-x tag not preceded by B-x/I-x (IOB1 style): 'repair' it to B-x with a warning, or 'reject' the file."),
-    ] = Iob1Policy.repair,
-    entity_type: Annotated[
-        str | None,
-        typer.Option(
-            "--entity-type",
-            "--entity_type",
-            show_default=False,
-            help="NER: the entity type of bare B / I tags (BioBERT's files), so the saved model's labels read "
-            "B-<type> / I-<type> and pipelines group typed entities. Default: the registered dataset's type "
-            "(ncbi-disease: Disease, bc5cdr-chem: Chemical, ...); bare tags for --data-dir files.",
-        ),
-    ] = None,
-    max_train_examples: Annotated[
-        int | None, typer.Option("--max-train-examples", help="Use only the first N training sentences/examples (smoke runs).")
-    ] = None,
-    fold: Annotated[
-        int | None, typer.Option(min=1, help="RE: cross-validation fold to run (GAD: 1..10; the data folder holds 1/ 2/ ...).")
-    ] = None,
-    folds: Annotated[
-        str | None,
-        typer.Option(help="RE: 'all' runs every fold folder and reports the mean over folds; or a list like '1,2,3'."),
-    ] = None,
-    re_head: Annotated[
-        ReHead,
-        typer.Option("--re-head", "--re_head", help="RE and yes/no classifier head: 'electra' (dropout + linear over [CLS], ELECTRA's) or 'hf' (ElectraClassificationHead)."),
-    ] = ReHead.electra,
-    dev_fraction: Annotated[
-        float, typer.Option("--dev-fraction", min=0.01, max=0.5, help="RE, QA: fraction of train (QA: of its documents) cut off as the development split when there is none.")
-    ] = 0.1,
-    dev_split_seed: Annotated[int, typer.Option("--dev-split-seed", help="RE, QA: seed of the development cut and of QA's split of a single file by document (shared by all trials).")] = 42,
-    doc_stride: Annotated[int | None, typer.Option("--doc-stride", min=1, show_default=False, help="QA: tokens between the starts of two context windows. [default: 128]")] = None,
-    max_query_length: Annotated[int | None, typer.Option("--max-query-length", min=1, show_default=False, help="QA: question tokens kept. [default: 64]")] = None,
-    max_answer_length: Annotated[int | None, typer.Option("--max-answer-length", min=1, show_default=False, help="QA: longest answer, in tokens. [default: 30]")] = None,
-    n_best_size: Annotated[int | None, typer.Option("--n-best-size", min=1, show_default=False, help="QA: candidates per window and length of the n-best list. [default: 20]")] = None,
-    null_score_threshold: Annotated[float | None, typer.Option("--null-score-threshold", show_default=False, help="QA on SQuAD 2.0 data: answer nothing when the no-answer score beats the best span's by more than this. [default: 0]")] = None,
-    null_window_fraction: Annotated[
-        float | None,
-        typer.Option("--null-window-fraction", min=0.0, max=1.0, show_default=False, help="QA: fraction of the training windows without the answer kept (seeded); long documents are mostly such windows. [default: 1, all]"),
-    ] = None,
-    hp_search: Annotated[
-        int | None,
-        typer.Option("--hp-search", min=1, show_default=False, help="First search N settings of learning rate, epochs, batch size, warmup, layer-wise decay and dropout on the development split (Optuna, seeded, resumable; options you give stay fixed), then run --trials with the best. Needs bioelectra[search]."),
-    ] = None,
-    report_to: Annotated[
-        str,
-        typer.Option("--report-to", "--report_to", help="Log losses, learning rate and development metrics to: none, tensorboard (event files in each trial's tensorboard/ folder; needs bioelectra[logging]), all, or other Trainer integrations installed (wandb, mlflow, ...), comma-separated."),
-    ] = "none",
-    find_lr: Annotated[
-        bool,
-        typer.Option("--find-lr", help="Instead of training: a learning-rate range test (Smith 2017), an exponential sweep with the loss recorded; writes lr_find.json and plots/lr_find.png and prints the suggested rate."),
-    ] = False,
-    find_lr_start: Annotated[float, typer.Option("--find-lr-start", min=0.0, help="--find-lr: first rate of the sweep.")] = 1e-7,
-    find_lr_end: Annotated[float, typer.Option("--find-lr-end", min=0.0, help="--find-lr: last rate of the sweep.")] = 1.0,
-    find_lr_steps: Annotated[int, typer.Option("--find-lr-steps", min=2, help="--find-lr: optimizer steps of the sweep.")] = 100,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+    loader: _FinetuneLoader = Loader.ner,
+    dataset: _FinetuneDataset = None,
+    data_dir: _FinetuneDataDir = None,
+    ckpt: _FinetuneCkpt = DEFAULT_CKPT,
+    output_dir: _FinetuneOutputDir = None,
+    metric: _FinetuneMetric = "f1",
+    greater_is_better: _FinetuneGreaterIsBetter = True,
+    trials: _FinetuneTrials = None,
+    epochs: _FinetuneEpochs = None,
+    learning_rate: _FinetuneLearningRate = None,
+    batch_size: _FinetuneBatchSize = None,
+    eval_batch_size: _FinetuneEvalBatchSize = None,
+    layerwise_lr_decay: _FinetuneLayerwiseLrDecay = None,
+    micro_batch_tokens: _FinetuneMicroBatchTokens = None,
+    max_seq_length: _FinetuneMaxSeqLength = None,
+    seed: _FinetuneSeed = 42,
+    max_steps: _FinetuneMaxSteps = -1,
+    warmup_ratio: _FinetuneWarmupRatio = None,
+    weight_decay: _FinetuneWeightDecay = None,
+    optimizer: _FinetuneOptimizer = None,
+    dropout: _FinetuneDropout = None,
+    protocol: _FinetuneProtocol = None,
+    precision: _FinetunePrecision = Precision.auto,
+    iob1: _FinetuneIob1 = Iob1Policy.repair,
+    entity_type: _FinetuneEntityType = None,
+    max_train_examples: _FinetuneMaxTrainExamples = None,
+    fold: _FinetuneFold = None,
+    folds: _FinetuneFolds = None,
+    re_head: _FinetuneReHead = ReHead.electra,
+    dev_fraction: _FinetuneDevFraction = 0.1,
+    dev_split_seed: _FinetuneDevSplitSeed = 42,
+    doc_stride: _FinetuneDocStride = None,
+    max_query_length: _FinetuneMaxQueryLength = None,
+    max_answer_length: _FinetuneMaxAnswerLength = None,
+    n_best_size: _FinetuneNBestSize = None,
+    null_score_threshold: _FinetuneNullScoreThreshold = None,
+    null_window_fraction: _FinetuneNullWindowFraction = None,
+    hp_search: _FinetuneHpSearch = None,
+    report_to: _FinetuneReportTo = "none",
+    find_lr: _FinetuneFindLr = False,
+    find_lr_start: _FinetuneFindLrStart = 1e-7,
+    find_lr_end: _FinetuneFindLrEnd = 1.0,
+    find_lr_steps: _FinetuneFindLrSteps = 100,
+    verbose: _FinetuneVerbose = False,
 ) -> None:
     """Fine-tune a checkpoint on a biomedical benchmark, N seeded trials, and report dev/test metrics."""
     _setup_logging(verbose)
@@ -193,113 +240,86 @@ def finetune(
 
     from bioelectra.checkpoints import default_learning_rate
     from downstream.errors import DownstreamError
-    from downstream.settings import protocol_settings
-    from downstream.trials import (
-        FinetuneSettings,
-        check_layerwise_lr_decay,
-        format_folds_table,
-        format_summary_table,
-        parse_folds,
-        run_folds,
-        run_trials,
-    )
+    from downstream.options import settings_from_options
+    from downstream.trial.reports import format_folds_table, format_summary_table
 
     hf_logging.disable_progress_bar()  # weight loading / shard writing bars: the trial's own bar is enough
     if dataset is None and data_dir is None:
         _fail(_UserError("give --dataset NAME (a registered benchmark) or --data-dir DIR (your own files)"))
-    if loader is not Loader.re and (fold is not None or folds is not None):
-        _fail(_UserError("--fold / --folds are for cross-validated relation extraction data (--loader re)"))
     if fold is not None and folds is not None:
         _fail(_UserError("give --fold K or --folds all, not both"))
-    if loader is not Loader.ner and entity_type is not None:
-        _fail(_UserError("--entity-type is for NER data (--loader ner)"))
-    qa_given = {
-        k: v
-        for k, v in {
-            "doc_stride": doc_stride, "max_query_length": max_query_length, "max_answer_length": max_answer_length,
-            "n_best_size": n_best_size, "null_score_threshold": null_score_threshold,
-            "null_window_fraction": null_window_fraction,
-        }.items()
-        if v is not None
-    }  # fmt: skip
-    if qa_given and loader is not Loader.qa:
-        _fail(_UserError(f"--{next(iter(qa_given)).replace('_', '-')} is for question answering (--loader qa)"))
-    name = dataset or data_dir.name  # type: ignore[union-attr]
-    out = output_dir or Path("runs") / f"{loader.value}-{name}"
+    out = output_dir or Path("runs") / f"{loader.value}-{dataset or data_dir.name}"  # type: ignore[union-attr]
     if out.exists() and not out.is_dir():
         _fail(_UserError(f"--output-dir {out}: exists and is a file, not a folder"))
+    given = {
+        "num_trials": trials, "num_train_epochs": epochs, "learning_rate": learning_rate,
+        "per_device_train_batch_size": batch_size, "per_device_eval_batch_size": eval_batch_size,
+        "max_seq_length": max_seq_length, "warmup_ratio": warmup_ratio, "weight_decay": weight_decay,
+        "layerwise_lr_decay": layerwise_lr_decay, "optimizer": optimizer.value if optimizer else None,
+        "dropout": dropout, "doc_stride": doc_stride, "max_query_length": max_query_length,
+        "max_answer_length": max_answer_length, "n_best_size": n_best_size,
+        "null_score_threshold": null_score_threshold, "null_window_fraction": null_window_fraction,
+    }  # fmt: skip
     try:
-        given = {
-            k: v
-            for k, v in {
-                "num_trials": trials, "num_train_epochs": epochs, "learning_rate": learning_rate,
-                "per_device_train_batch_size": batch_size, "per_device_eval_batch_size": eval_batch_size,
-                "max_seq_length": max_seq_length, "warmup_ratio": warmup_ratio, "weight_decay": weight_decay,
-                "layerwise_lr_decay": layerwise_lr_decay, "optimizer": optimizer.value if optimizer else None,
-                "dropout": dropout,
-            }.items()
-            if v is not None
-        }  # fmt: skip
-        from downstream.tasks import task_class
-
-        chosen = {**task_class(loader.value).default_settings, **protocol_settings(protocol, given, dataset), **qa_given}
-        check_layerwise_lr_decay(chosen.get("layerwise_lr_decay", 1.0))  # before any checkpoint is built
-        model_path = resolve_checkpoint(ckpt, out)
-        if "learning_rate" not in chosen:
-            chosen["learning_rate"] = default_learning_rate(ckpt)
-            console.print(f"learning rate {chosen['learning_rate']:g} (the default for --ckpt {ckpt}; set --learning-rate to change it)")
-        settings = FinetuneSettings(
-            task=loader.value,
-            dataset=dataset,
-            data_dir=data_dir,
-            checkpoint=model_path,
-            checkpoint_name=ckpt,
-            output_dir=out,
-            metric=metric,
-            greater_is_better=greater_is_better,
-            seed=seed,
-            max_steps=max_steps,
-            precision=precision.value,
-            iob1_policy=iob1.value,
-            max_train_examples=max_train_examples,
-            fold=fold,
-            re_head=re_head.value,
-            dev_fraction=dev_fraction,
-            dev_split_seed=dev_split_seed,
-            micro_batch_tokens=micro_batch_tokens,
-            entity_type=entity_type,
-            report_to=report_to,
-            **chosen,
+        settings = settings_from_options(
+            loader.value,
+            given=given,
+            fixed={
+                "dataset": dataset, "data_dir": data_dir, "checkpoint_name": ckpt, "output_dir": out, "metric": metric,
+                "greater_is_better": greater_is_better, "seed": seed, "max_steps": max_steps,
+                "precision": precision.value, "iob1_policy": iob1.value, "max_train_examples": max_train_examples,
+                "fold": fold, "re_head": re_head.value, "dev_fraction": dev_fraction, "dev_split_seed": dev_split_seed,
+                "micro_batch_tokens": micro_batch_tokens, "entity_type": entity_type, "report_to": report_to,
+            },  # fmt: skip
+            protocol=protocol,
+            checkpoint=lambda: resolve_checkpoint(ckpt, out),
+            default_learning_rate=lambda: default_learning_rate(ckpt),
+            on_default_learning_rate=lambda rate: console.print(
+                f"learning rate {rate:g} (the default for --ckpt {ckpt}; set --learning-rate to change it)"
+            ),
+            checked={"folds": folds},
         )
         if find_lr:
-            from downstream.lr_finder import lr_range_test
-
-            if folds is not None:
-                _fail(_UserError("--find-lr sweeps one data set: give --fold K (or none), not --folds"))
-            found = lr_range_test(settings, start=find_lr_start, end=find_lr_end, num_steps=find_lr_steps)
-            stopped = f" (stopped: {found['stop_reason']})" if found["stopped_early"] else ""
-            print(
-                f"suggested learning rate {found['suggested_learning_rate']:.3g} (steepest descent of the smoothed loss; "
-                f"minimum / 10: {found['min_loss_learning_rate_over_10']:.3g}), {found['steps_run']} of "
-                f"{found['num_steps']} steps{stopped}"
-            )
-            console.print(f"[green]range test:[/] {out / 'lr_find.json'}  {out / 'plots' / 'lr_find.png'}")
+            _find_lr(settings, out, folds=folds, start=find_lr_start, end=find_lr_end, num_steps=find_lr_steps)
             return
-        if hp_search is not None:
-            if folds is not None:
-                _fail(_UserError("--hp-search searches on one data set: give --fold K (or none), not --folds"))
-            from downstream.hpsearch import run_search_then_trials
-
-            report = run_search_then_trials(settings, hp_search, fixed=set(given) | set(qa_given))
-        elif folds is not None:
-            report = run_folds(settings, parse_folds(folds, settings))
-        else:
-            report = run_trials(settings)
+        report = _run(settings, folds=folds, hp_search=hp_search, fixed={k for k, v in given.items() if v is not None})
     except (DownstreamError, FileNotFoundError, ValueError, OSError) as exc:
         _fail(exc)
         return
     print(format_folds_table(report) if folds is not None else format_summary_table(report))
     console.print(f"[green]results:[/] {out / 'results.json'}  {out / 'results.md'}")
+
+
+
+def _find_lr(settings, out: Path, *, folds: str | None, start: float, end: float, num_steps: int) -> None:
+    """``finetune --find-lr``: the learning-rate range test instead of training; prints the suggestion."""
+    from downstream.tuning.lr_finder import lr_range_test
+
+    if folds is not None:
+        _fail(_UserError("--find-lr sweeps one data set: give --fold K (or none), not --folds"))
+    found = lr_range_test(settings, start=start, end=end, num_steps=num_steps)
+    stopped = f" (stopped: {found['stop_reason']})" if found["stopped_early"] else ""
+    print(
+        f"suggested learning rate {found['suggested_learning_rate']:.3g} (steepest descent of the smoothed loss; "
+        f"minimum / 10: {found['min_loss_learning_rate_over_10']:.3g}), {found['steps_run']} of "
+        f"{found['num_steps']} steps{stopped}"
+    )
+    console.print(f"[green]range test:[/] {out / 'lr_find.json'}  {out / 'plots' / 'lr_find.png'}")
+
+
+def _run(settings, *, folds: str | None, hp_search: int | None, fixed: set[str]) -> dict:
+    """``finetune``'s run: a search then trials (``--hp-search``), every fold (``--folds``), or the trials."""
+    from downstream.trial.runner import parse_folds, run_folds, run_trials
+
+    if hp_search is not None:
+        if folds is not None:
+            _fail(_UserError("--hp-search searches on one data set: give --fold K (or none), not --folds"))
+        from downstream.tuning.hpsearch import run_search_then_trials
+
+        return run_search_then_trials(settings, hp_search, fixed=fixed)
+    if folds is not None:
+        return run_folds(settings, parse_folds(folds, settings))
+    return run_trials(settings)
 
 
 @app.command("run-finetuning")
@@ -338,7 +358,9 @@ def run_finetuning(
     from bioelectra.training import parse_hparams_arg
     from downstream.errors import DownstreamError
     from downstream.original import run_original_finetuning
-    from downstream.trials import FinetuneSettings, format_summary_table, run_trials
+    from downstream.settings import FinetuneSettings
+    from downstream.trial.reports import format_summary_table
+    from downstream.trial.runner import run_trials
 
     try:
         reports = run_original_finetuning(

@@ -54,7 +54,7 @@ def predict(
     from transformers.utils import logging as hf_logging
 
     from downstream.errors import DownstreamError
-    from downstream.predict import predict_files
+    from downstream.predict.files import predict_files
 
     hf_logging.disable_progress_bar()  # the weight loading bar: the documents' bar is enough
 

@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(ROOT))
 
-from downstream.metrics import ner_metrics  # noqa: E402
-from downstream.ner import read_ner_file  # noqa: E402
+from downstream.ner.data import read_ner_file  # noqa: E402
+from downstream.ner.metrics import ner_metrics  # noqa: E402
 from downstream.registry import find_split_files, locate_dataset  # noqa: E402
 
 

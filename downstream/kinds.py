@@ -1,0 +1,65 @@
+"""The task kinds the trial runner knows: ``TASKS`` (kind -> class implementing ``downstream.task.Task``).
+
+Adding a task kind: a module with a class implementing :class:`downstream.task.Task`, and its entry here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from downstream.checkpoints import check_max_seq_length, load_tokenizer
+from downstream.errors import DownstreamError
+from downstream.ner.task import NerTask
+from downstream.qa.task import QaTask
+from downstream.relation.task import ReTask
+from downstream.yesno.task import YesNoTask
+
+#: Task kind (``--loader``) -> its class.
+TASKS: dict[str, type] = {cls.kind: cls for cls in (NerTask, ReTask, QaTask, YesNoTask)}
+
+
+def task_class(kind: str) -> type:
+    """The class of task kind ``kind``.
+
+    Raises:
+        DownstreamError: unknown task kind.
+    """
+    try:
+        return TASKS[kind]
+    except KeyError:
+        raise DownstreamError(f"task kind {kind!r} is not supported (expected one of {', '.join(TASKS)})") from None
+
+
+def build_task(kind: str, files: dict[str, Path], **options):
+    """The task adapter for ``kind``, given that kind's options.
+
+    Raises:
+        DownstreamError: unknown task kind.
+    """
+    return task_class(kind)(files, **options)
+
+
+def prepare_task(settings, *, labels: list[str] | None = None):
+    """The task of ``settings``' data (a :class:`downstream.settings.FinetuneSettings`), every split
+    tokenised with the checkpoint's tokenizer: what a trial run, an evaluation, a search and a range test
+    all start from.
+
+    Args:
+        settings: the run's settings (``task``, the data, ``checkpoint``, ``max_seq_length``).
+        labels: a saved model's label order, taken before encoding (evaluation of a fine-tuned model).
+
+    Returns:
+        ``(task, tokenizer)``.
+
+    Raises:
+        DownstreamError: unknown task kind, missing or bad data, labels that do not match the data's, a
+            ``max_seq_length`` the checkpoint cannot take.
+    """
+    kind_class = task_class(settings.task)
+    task = build_task(settings.task, kind_class.locate_files(settings), **kind_class.options(settings))
+    if labels is not None:
+        task.use_labels(labels)
+    tokenizer = load_tokenizer(str(settings.checkpoint))
+    check_max_seq_length(str(settings.checkpoint), settings.max_seq_length)
+    task.encode(tokenizer, max_seq_length=settings.max_seq_length)
+    return task, tokenizer

@@ -1,0 +1,42 @@
+"""The NER model card's text: usage with the token-classification pipeline, labels, limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from downstream.ner.data import PIPELINE_AGGREGATION
+
+#: The card's pipeline tag, task name and Hub tag.
+CARD = {"pipeline_tag": "token-classification", "task_name": "Named-entity recognition", "tag": "ner"}
+
+
+def card_sections(settings: Any, labels: list[str], f1_name: str) -> tuple[str, str, str, str]:
+    """The model card's usage example, labels section, limits and the line that says what the scores are
+    (``settings``: the run's :class:`downstream.settings.FinetuneSettings`)."""
+    usage = f'''```python
+from transformers import pipeline
+
+tagger = pipeline("token-classification", model="PATH/TO/THIS/FOLDER", aggregation_strategy="{PIPELINE_AGGREGATION}")
+tagger("The patient was diagnosed with Duchenne muscular dystrophy and later developed breast cancer.")
+# [{{'entity_group': '...', 'word': '...', 'start': ..., 'end': ..., 'score': ...}}, ...]
+```
+
+`aggregation_strategy="{PIPELINE_AGGREGATION}"`: a word takes the label of its first sub-token, the one the
+model was trained on (the other sub-tokens of a word carry no label in training), and a `B-` tag followed by
+`I-` tags of the same type makes one entity. On whole documents, `bioelectra predict --model PATH file.txt`
+splits sentences and long sentences into windows (no text skipped) and writes JSONL, CoNLL or BRAT.'''
+    typed = settings.resolved_entity_type()
+    labels_line = (
+        f"## Labels\n\nIOB2 tags: {', '.join(f'`{label}`' for label in labels)}"
+        + (f" (the dataset's bare `B` / `I` tags typed as `{typed}`).\n\n" if typed else ".\n\n")
+    )
+    limits = (
+        "- Trained on the sentences of one benchmark's training split: other entity types, other text genres "
+        "(clinical notes, full-text methods sections) and other annotation guidelines are not what it learnt.\n"
+        "- Words are split on whitespace and punctuation, as the benchmark files are; mentions inside one "
+        "word (a prefix, a hyphenated compound) can only be found as whole words.\n"
+        f"- Inputs of more than {settings.max_seq_length} sub-tokens were trained as windows; the pipeline "
+        "truncates longer texts unless given `stride`: use `bioelectra predict` on documents."
+    )
+    scores = f"{f1_name}, precision and recall (%), seqeval's entity-level scores (conlleval-compatible)"
+    return usage, labels_line, limits, scores

@@ -1,0 +1,435 @@
+"""Named-entity recognition: readers for the benchmark files, label alignment, windowed model inputs.
+
+Formats read (one token per line, a blank line between sentences):
+
+- BioBERT TSV: ``token<TAB>tag`` with tags ``B`` / ``I`` / ``O`` (no entity type);
+- typed IOB2: ``B-Disease``, ``I-Chemical``, several entity types in one file;
+- CoNLL-style with several tab-separated columns: the token is the first column, the tag the last;
+- ``-DOCSTART-`` lines (document boundaries, neither tokens nor sentences), CRLF line endings, a missing
+  final blank line, ``.gz`` files.
+
+Bare ``B`` / ``I`` tags get an entity type when one is given (``entity_type="Disease"``: ``B`` ->
+``B-Disease``): the registry knows each dataset's type, ``--entity-type`` names it for other files. The
+entities (spans) and so the metrics are the same; the saved model's labels then say what they find.
+
+IOB1 input (an ``I-x`` that does not continue an entity of type ``x``: after ``O``, after another type,
+or at the start of a sentence) is repaired to IOB2 (``I-x`` -> ``B-x``) with a warning that counts the
+repairs (``iob1_policy="repair"``, the default), or rejected with an error naming the line
+(``iob1_policy="reject"``).
+
+Model inputs: each sentence's words are tokenised with the checkpoint's fast tokenizer
+(``is_split_into_words=True``); the first sub-token of a word carries the word's label, the other
+sub-tokens ``-100``. A sentence longer than ``max_seq_length - 2`` sub-tokens is split at word boundaries
+into consecutive windows, so that EVERY word of every sentence gets exactly one prediction; metrics are
+computed on the words of the original files, never on a truncated view.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bioelectra.textio import atomic_open, read_text
+from downstream.errors import DataFormatError
+from downstream.settings import check_entity_type
+
+#: The token-classification pipeline's aggregation that matches training (model cards, ``bioelectra predict``).
+# "first": a word takes the label of its first sub-token, the only one trained — continuation sub-tokens
+# carry label -100 in training; "simple" would label the sub-token pieces on their own.
+PIPELINE_AGGREGATION = "first"
+
+logger = logging.getLogger(__name__)
+
+#: Label id ignored by the loss and the metrics (PyTorch's CrossEntropyLoss default ignore_index).
+IGNORE_INDEX = -100
+
+_TAG_RE = re.compile(r"^(O|[BI])(?:-(.+))?$")
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence of a NER file.
+
+    Attributes:
+        words: the tokens of the file's first column.
+        tags: one IOB2 tag per word (after any IOB1 repair).
+        line: 1-based line number of the sentence's first token in its file.
+    """
+
+    words: tuple[str, ...]
+    tags: tuple[str, ...]
+    line: int
+
+
+@dataclass
+class NerSplit:
+    """The sentences of one file.
+
+    Attributes:
+        path: the file read.
+        sentences: sentences in file order.
+        num_repairs: IOB1 tags repaired to IOB2.
+        num_documents: ``-DOCSTART-`` lines seen.
+    """
+
+    path: Path
+    sentences: list[Sentence]
+    num_repairs: int = 0
+    num_documents: int = 0
+
+    @property
+    def num_words(self) -> int:
+        return sum(len(s.words) for s in self.sentences)
+
+    @property
+    def num_entities(self) -> int:
+        """Gold entity mentions (tags starting with ``B``), the way SOURCES.md and BioBERT count them."""
+        return sum(1 for s in self.sentences for t in s.tags if t.startswith("B"))
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "sentences": len(self.sentences),
+            "words": self.num_words,
+            "entities": self.num_entities,
+            "iob1_repairs": self.num_repairs,
+        }
+
+
+def _open_text(path: Path) -> str:
+    """The file's text: ``.gz`` decompressed, a byte-order mark dropped, damage named (bioelectra.textio)."""
+    return read_text(path, error=DataFormatError)
+
+
+def parse_tag(tag: str) -> tuple[str, str | None]:
+    """Split an IOB tag into its prefix and entity type: ``"B-Disease"`` -> ``("B", "Disease")``, ``"O"`` -> ``("O", None)``.
+
+    Raises:
+        ValueError: not ``O``, ``B``, ``I``, ``B-<type>`` or ``I-<type>``.
+    """
+    match = _TAG_RE.match(tag)
+    if match is None or (match.group(1) == "O" and match.group(2) is not None):
+        raise ValueError(f"tag {tag!r} is not O, B, I, B-<type> or I-<type>")
+    return match.group(1), match.group(2)
+
+
+def read_ner_file(path: str | Path, *, iob1_policy: str = "repair", entity_type: str | None = None) -> NerSplit:
+    """Read a NER file (BioBERT TSV, typed IOB2, or tab-separated CoNLL with the tag last).
+
+    Args:
+        path: the file (``.gz`` is decompressed).
+        iob1_policy: ``"repair"`` (IOB1 ``I-x`` -> ``B-x``, counted and logged) or ``"reject"``.
+        entity_type: the type given to bare ``B`` / ``I`` tags (``B`` -> ``B-Disease``); ``None`` keeps them
+            bare. Typed tags are read as they are.
+
+    Returns:
+        The sentences and counts of the file.
+
+    Raises:
+        DataFormatError: a line without a tab, an empty token, an invalid tag, an IOB1 tag under
+            ``iob1_policy="reject"``, or a file without sentences; the message names the file and line.
+    """
+    if iob1_policy not in ("repair", "reject"):
+        raise ValueError(f"iob1_policy must be 'repair' or 'reject', got {iob1_policy!r}")
+    if entity_type is not None:
+        check_entity_type(entity_type)
+    path = Path(path)
+    text = _open_text(path)
+    sentences: list[Sentence] = []
+    words: list[str] = []
+    tags: list[str] = []
+    start_line = 0
+    repairs = 0
+    documents = 0
+
+    def flush() -> None:
+        nonlocal words, tags
+        if words:
+            sentences.append(Sentence(tuple(words), tuple(tags), start_line))
+        words, tags = [], []
+
+    # split("\n") rather than splitlines(): tokens may legitimately contain \x0b, \x1c, \u2028, ...
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            flush()
+            continue
+        if line.startswith("-DOCSTART-"):
+            flush()
+            documents += 1
+            continue
+        columns = line.split("\t")
+        if len(columns) < 2:
+            raise DataFormatError(f"{path}:{lineno}: expected 'token<TAB>tag' (tab-separated columns), got no tab in {line[:60]!r}")
+        token, tag = columns[0], columns[-1].strip()
+        if not token.strip():
+            raise DataFormatError(f"{path}:{lineno}: empty token (expected 'token<TAB>tag')")
+        try:
+            prefix, etype = parse_tag(tag)
+        except ValueError as exc:
+            raise DataFormatError(f"{path}:{lineno}: {exc}") from None
+        if etype is None and prefix != "O" and entity_type is not None:
+            etype, tag = entity_type, f"{prefix}-{entity_type}"
+        if prefix == "I":
+            previous = tags[-1] if tags else "O"
+            prev_prefix, prev_type = parse_tag(previous)
+            if prev_prefix == "O" or prev_type != etype:
+                if iob1_policy == "reject":
+                    where = "at the start of a sentence" if not tags else f"after {previous!r}"
+                    raise DataFormatError(
+                        f"{path}:{lineno}: {tag!r} {where} is IOB1, not IOB2 (use --iob1 repair to convert it to B)"
+                    )
+                tag = "B" if etype is None else f"B-{etype}"
+                repairs += 1
+        if not words:
+            start_line = lineno
+        words.append(token)
+        tags.append(tag)
+    flush()
+    if not sentences:
+        raise DataFormatError(f"{path}: no sentences found (empty split); expected 'token<TAB>tag' lines")
+    if repairs:
+        logger.warning("%s: repaired %d IOB1 tags to IOB2 (I-x not continuing an entity -> B-x)", path, repairs)
+    return NerSplit(path=path, sentences=sentences, num_repairs=repairs, num_documents=documents)
+
+
+def build_label_list(splits: Iterable[NerSplit]) -> list[str]:
+    """The label set: the union of tags over all splits, in a stable order.
+
+    ``O`` first, then for each entity type in sorted order its ``B`` and ``I`` tags (untyped BioBERT tags
+    ``B`` / ``I`` sort first). The order does not depend on which file a tag appears in first.
+    """
+    types: set[str | None] = set()
+    for split in splits:
+        for sentence in split.sentences:
+            for tag in sentence.tags:
+                prefix, etype = parse_tag(tag)
+                if prefix != "O":
+                    types.add(etype)
+    labels = ["O"]
+    for etype in sorted(types, key=lambda t: (t is not None, t or "")):
+        labels += ["B", "I"] if etype is None else [f"B-{etype}", f"I-{etype}"]
+    return labels
+
+
+# --------------------------------------------------------------------------------------------------
+# model inputs
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class EncodedSplit:
+    """Model inputs of one split: one feature per window.
+
+    Attributes:
+        features: dicts with ``input_ids``, ``token_type_ids``, ``labels`` (lists of ints, unpadded).
+        sentence_index: for each feature, the index of its sentence.
+        word_start: for each feature, the index (in its sentence) of its first word.
+        num_words: for each feature, how many words it covers; each has exactly one labelled sub-token.
+        num_split_sentences: sentences that needed more than one window.
+        num_truncated_words: words whose sub-tokens alone exceeded a window (their extra sub-tokens,
+            which carry no label, were dropped).
+    """
+
+    features: list[dict[str, list[int]]]
+    sentence_index: list[int]
+    word_start: list[int]
+    num_words: list[int]
+    num_sentences: int
+    num_split_sentences: int = 0
+    num_truncated_words: int = 0
+    stats: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+    def __getitem__(self, index: int) -> dict[str, list[int]]:
+        return self.features[index]
+
+
+def word_pieces(tokenizer, sentences: Sequence[Sentence]) -> list[list[list[int]]]:
+    """Sub-token ids of every word: ``result[sentence][word] -> list[int]`` (never empty).
+
+    One batched call of the fast tokenizer (``is_split_into_words=True``, no special tokens). A word the
+    tokenizer maps to nothing (e.g. a lone control character) becomes ``[UNK]`` so that it still gets a
+    prediction.
+
+    Raises:
+        ValueError: the tokenizer is not a fast tokenizer (``word_ids`` is needed).
+    """
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(f"{type(tokenizer).__name__} is not a fast tokenizer; word alignment needs one")
+    batch = tokenizer([list(s.words) for s in sentences], is_split_into_words=True, add_special_tokens=False)
+    unk = tokenizer.unk_token_id
+    result: list[list[list[int]]] = []
+    for i, sentence in enumerate(sentences):
+        pieces: list[list[int]] = [[] for _ in sentence.words]
+        for token_id, word_id in zip(batch["input_ids"][i], batch.word_ids(i), strict=True):
+            if word_id is not None:
+                pieces[word_id].append(token_id)
+        for piece in pieces:
+            if not piece:
+                piece.append(unk)
+        result.append(pieces)
+    return result
+
+
+def window_spans(lengths: Sequence[int], budget: int) -> list[tuple[int, int]]:
+    """Split a sentence's words into consecutive windows of at most ``budget`` sub-tokens.
+
+    Greedy, at word boundaries; a single word longer than ``budget`` gets a window of its own (its
+    sub-tokens are cut to ``budget`` by the caller).
+
+    Args:
+        lengths: sub-token count of each word.
+        budget: sub-tokens per window (``max_seq_length - 2`` for [CLS] and [SEP]).
+
+    Returns:
+        ``[(first_word, end_word), ...]`` covering every word exactly once, in order.
+    """
+    if budget < 1:
+        raise ValueError(f"window budget must be >= 1 sub-token, got {budget}")
+    spans: list[tuple[int, int]] = []
+    start, used = 0, 0
+    for index, length in enumerate(lengths):
+        length = min(length, budget)
+        if used + length > budget and index > start:
+            spans.append((start, index))
+            start, used = index, 0
+        used += length
+    if lengths:
+        spans.append((start, len(lengths)))
+    return spans
+
+
+def align_labels(pieces: Sequence[Sequence[int]], word_labels: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Flatten words' sub-tokens and give the label of each word to its first sub-token, -100 to the rest.
+
+    Returns:
+        ``(input_ids, labels)`` without special tokens.
+    """
+    input_ids: list[int] = []
+    labels: list[int] = []
+    for piece, label in zip(pieces, word_labels, strict=True):
+        input_ids.extend(piece)
+        labels.append(label)
+        labels.extend([IGNORE_INDEX] * (len(piece) - 1))
+    return input_ids, labels
+
+
+def encode_split(
+    split: NerSplit,
+    tokenizer,
+    label2id: dict[str, int],
+    *,
+    max_seq_length: int,
+    sort_by_length: bool = False,
+) -> EncodedSplit:
+    """Tokenise a split once and build windowed features.
+
+    Args:
+        split: sentences with gold tags.
+        tokenizer: the checkpoint's fast tokenizer.
+        label2id: tag -> label id.
+        max_seq_length: sub-tokens per feature including [CLS] and [SEP].
+        sort_by_length: order features by length (evaluation: less padding); the bookkeeping arrays
+            follow the same order.
+
+    Returns:
+        The features and, for each, where its words come from.
+
+    Raises:
+        ValueError: ``max_seq_length`` < 3 or a tag missing from ``label2id``.
+    """
+    if max_seq_length < 3:
+        raise ValueError(f"max_seq_length must be >= 3 ([CLS] word [SEP]), got {max_seq_length}")
+    budget = max_seq_length - 2
+    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+    all_pieces = word_pieces(tokenizer, split.sentences)
+    rows: list[tuple[dict[str, list[int]], int, int, int]] = []
+    split_sentences = truncated = 0
+    for s_index, (sentence, pieces) in enumerate(zip(split.sentences, all_pieces, strict=True)):
+        try:
+            word_labels = [label2id[t] for t in sentence.tags]
+        except KeyError as exc:
+            raise ValueError(f"{split.path}:{sentence.line}: tag {exc.args[0]!r} not in the label set {list(label2id)}") from None
+        spans = window_spans([len(p) for p in pieces], budget)
+        if len(spans) > 1:
+            split_sentences += 1
+        for start, end in spans:
+            window = [p[:budget] for p in pieces[start:end]]
+            truncated += sum(1 for p in pieces[start:end] if len(p) > budget)
+            ids, labels = align_labels(window, word_labels[start:end])
+            feature = {
+                "input_ids": [cls_id, *ids, sep_id],
+                "token_type_ids": [0] * (len(ids) + 2),
+                "labels": [IGNORE_INDEX, *labels, IGNORE_INDEX],
+            }
+            rows.append((feature, s_index, start, end - start))
+    if sort_by_length:
+        rows.sort(key=lambda r: len(r[0]["input_ids"]))
+    encoded = EncodedSplit(
+        features=[r[0] for r in rows],
+        sentence_index=[r[1] for r in rows],
+        word_start=[r[2] for r in rows],
+        num_words=[r[3] for r in rows],
+        num_sentences=len(split.sentences),
+        num_split_sentences=split_sentences,
+        num_truncated_words=truncated,
+    )
+    encoded.stats = {
+        "windows": len(rows),
+        "split_sentences": split_sentences,
+        "truncated_words": truncated,
+        "subtokens": sum(len(r[0]["input_ids"]) for r in rows),
+    }
+    return encoded
+
+
+def word_predictions(encoded: EncodedSplit, predicted_ids, label_ids) -> list[list[int]]:
+    """Reassemble per-word predictions of the original sentences from per-feature token predictions.
+
+    Args:
+        encoded: the split's features in the order they were predicted.
+        predicted_ids: array-like ``(num_features, padded_length)`` of predicted label ids.
+        label_ids: array-like ``(num_features, padded_length)`` of the features' labels (``-100`` where
+            no word starts, and as padding), used to find each word's first sub-token.
+
+    Returns:
+        ``result[sentence][word]`` -> predicted label id, every word of every sentence filled.
+
+    Raises:
+        ValueError: a feature's labelled positions do not match its word count, or a word was left
+            without a prediction (a bookkeeping error, never expected).
+    """
+    import numpy as np
+
+    predicted_ids = np.asarray(predicted_ids)
+    label_ids = np.asarray(label_ids)
+    lengths: dict[int, int] = {}
+    for s_index, start, count in zip(encoded.sentence_index, encoded.word_start, encoded.num_words, strict=True):
+        lengths[s_index] = max(lengths.get(s_index, 0), start + count)
+    result: list[list[int]] = [[-1] * lengths.get(i, 0) for i in range(encoded.num_sentences)]
+    for row, (s_index, start, count) in enumerate(zip(encoded.sentence_index, encoded.word_start, encoded.num_words, strict=True)):
+        positions = np.flatnonzero(label_ids[row] != IGNORE_INDEX)
+        if len(positions) != count:
+            raise ValueError(f"feature {row}: {len(positions)} labelled sub-tokens for {count} words")
+        result[s_index][start : start + count] = predicted_ids[row, positions].tolist()
+    missing = sum(1 for sentence in result for p in sentence if p < 0)
+    if missing:
+        raise ValueError(f"{missing} words were left without a prediction")
+    return result
+
+
+def write_conll_predictions(path: str | Path, split: NerSplit, predicted_tags: Sequence[Sequence[str]]) -> None:
+    """Write ``token gold predicted`` lines (space-separated, CoNLL evaluation style), a blank line after
+    each sentence. Written to a temporary name and renamed. Whitespace inside a token (a TSV token may hold
+    spaces) is written as ``_``, so conlleval still sees three fields.
+    """
+    with atomic_open(path) as out:
+        for sentence, predicted in zip(split.sentences, predicted_tags, strict=True):
+            for word, gold, pred in zip(sentence.words, sentence.tags, predicted, strict=True):
+                out.write(f"{'_'.join(word.split()) or '_'} {gold} {pred}\n")
+            out.write("\n")

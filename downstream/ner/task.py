@@ -1,0 +1,252 @@
+"""The NER task kind: token classification on BioBERT TSV / IOB2 / CoNLL files (``downstream.task.Task``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+from typing import Any, ClassVar
+
+from downstream.errors import DownstreamError
+from downstream.ner.analysis import ner_classification_report, ner_errors
+from downstream.ner.card import CARD, card_sections
+from downstream.ner.data import (
+    EncodedSplit,
+    NerSplit,
+    build_label_list,
+    encode_split,
+    read_ner_file,
+    word_predictions,
+    write_conll_predictions,
+)
+from downstream.ner.metrics import NER_METRIC_MODE, ner_metrics
+from downstream.registry import find_split_files, locate_dataset
+from downstream.task import SPLITS, ClassifierTask, EvalResult
+
+logger = logging.getLogger(__name__)
+
+
+class NerEvaluator:
+    """``compute_metrics`` for the Trainer on one NER split.
+
+    Maps token-level predictions back to every word of the original sentences and scores them with
+    seqeval. The Trainer only logs scalars; the full result (per-type report, predicted tags) is kept in
+    ``last``.
+    """
+
+    def __init__(self, split: NerSplit, encoded: EncodedSplit, id2label: dict[int, str]):
+        self.split = split
+        self.encoded = encoded
+        self.id2label = id2label
+        self.last: EvalResult | None = None
+
+    def __call__(self, eval_prediction) -> dict[str, float]:
+        predicted = word_predictions(self.encoded, eval_prediction.predictions, eval_prediction.label_ids)
+        tags = [[self.id2label[i] for i in sentence] for sentence in predicted]
+        gold = [list(s.tags) for s in self.split.sentences]
+        metrics = ner_metrics(gold, tags)
+        if metrics["num_words"] != self.split.num_words:
+            raise DownstreamError(f"evaluated {metrics['num_words']} words, the file has {self.split.num_words}")
+        self.last = EvalResult(metrics=metrics, predictions=tags)
+        return {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+class NerTask(ClassifierTask):
+    """Token classification on a NER benchmark (BioBERT TSV / IOB2 / CoNLL files)."""
+
+    kind = "ner"
+    model_class_name = "AutoModelForTokenClassification"
+    #: Metrics summarised over trials (``results.json`` ``summary``), the first is the headline.
+    headline_metrics = ("f1", "precision", "recall", "accuracy")
+    #: Metrics of ``results.md``'s summary rows.
+    report_metrics = ("f1", "precision", "recall")
+    #: ``results.md`` per-trial columns; terminal table and epoch rows.
+    trial_metrics = ("precision", "recall", "f1")
+    table_metrics = ("f1",)
+    default_settings: ClassVar[dict[str, Any]] = {}
+    #: Settings of other task kinds, left out of the trial fingerprint.
+    #: The model card: pipeline tag, task name and Hub tag; its metrics (front matter, then results table);
+    #: its kind-specific sections (usage, labels, limits, what the scores are).
+    card: ClassVar[dict[str, str]] = CARD
+    #: ``bioelectra benchmark``: the suite of this kind's datasets, and the metrics of its table row(s).
+    suite: ClassVar[str] = "ner"
+    benchmark_metrics: ClassVar[tuple[tuple[str, str], ...]] = (("f1", "entity-level F1"),)
+    card_metrics: ClassVar[tuple[str, ...]] = ("f1", "precision", "recall")
+    card_table_metrics: ClassVar[tuple[str, ...]] = ("precision", "recall", "f1", "accuracy")
+    card_sections = staticmethod(card_sections)
+    own_options = ("iob1_policy",)
+    #: Options no other kind takes, with the error shown when another kind is given one.
+    exclusive_options: ClassVar[dict[str, str]] = {"entity_type": "--entity-type is for NER data (--loader ner)"}
+    #: What the F1 is, for tables.
+    f1_name = "entity-level F1"
+    #: ``results.md`` split-size columns: ``(counts key, column title)``.
+    count_columns = (("sentences", "sentences"), ("words", "words"), ("entities", "entities"), ("windows", "windows"))
+    #: The counts key with the number of units of a split (for logs).
+    size_key = "sentences"
+    predictions_filename = "test_predictions.txt"
+    metric_mode = NER_METRIC_MODE
+
+    def __init__(
+        self,
+        files: dict[str, Path],
+        *,
+        iob1_policy: str = "repair",
+        max_train_examples: int | None = None,
+        entity_type: str | None = None,
+    ):
+        self.files = files
+        self.entity_type = entity_type
+        self.splits: dict[str, NerSplit] = {
+            name: read_ner_file(files[name], iob1_policy=iob1_policy, entity_type=entity_type) for name in SPLITS
+        }
+        if max_train_examples is not None:
+            train = self.splits["train"]
+            train.sentences = train.sentences[:max_train_examples]
+        self.set_labels(build_label_list(self.splits.values()))
+        self.unseen_labels = _labels_not_in_training(self.splits)
+        self.encoded: dict[str, EncodedSplit] = {}
+
+    def use_labels(self, labels: list[str]) -> None:
+        """Take a saved model's label order. Bare ``B`` / ``I`` tags and a single entity type are the same
+        entities: a model saved with bare labels is scored on typed data with the tags made bare again, a
+        model with one type (``B-Disease``) on bare data with that type given to them (same metrics).
+
+        Raises:
+            DownstreamError: the label sets differ otherwise (both listed).
+        """
+        bare = {"O", "B", "I"}
+        model_types = {label.split("-", 1)[1] for label in labels if "-" in label}
+        if set(labels) != set(self.labels):
+            if set(labels) <= bare and self.entity_type is not None:
+                self._retype(None)
+            elif len(model_types) == 1 and set(self.labels) <= bare and not any("-" in t for t in self.labels):
+                self._retype(next(iter(model_types)))
+        super().use_labels(labels)
+
+    def _retype(self, entity_type: str | None) -> None:
+        """Give every entity tag the type ``entity_type`` (``None``: bare ``B`` / ``I``) and rebuild the labels."""
+        for split in self.splits.values():
+            split.sentences = [
+                dataclasses.replace(
+                    s,
+                    tags=tuple(t if t == "O" else t[0] if entity_type is None else f"{t[0]}-{entity_type}" for t in s.tags),
+                )
+                for s in split.sentences
+            ]
+        logger.info("the model's labels are %s: entity tags read as %s", "bare" if entity_type is None else "typed", entity_type or "B / I")
+        self.entity_type = entity_type
+        self.set_labels(build_label_list(self.splits.values()))
+
+    def counts(self) -> dict[str, dict[str, Any]]:
+        counts = {name: {"file": str(self.files[name]), **split.counts()} for name, split in self.splits.items()}
+        for name, encoded in self.encoded.items():
+            counts[name].update(encoded.stats)
+        return counts
+
+    def encode(self, tokenizer, *, max_seq_length: int) -> None:
+        """Tokenise every split once (sorted by length for dev and test: less padding)."""
+        for name, split in self.splits.items():
+            self.encoded[name] = encode_split(
+                split, tokenizer, self.label2id, max_seq_length=max_seq_length, sort_by_length=(name != "train")
+            )
+            stats = self.encoded[name].stats
+            if stats["split_sentences"]:
+                logger.info(
+                    "%s: %d sentences longer than %d sub-tokens split into windows (every word still predicted)",
+                    name,
+                    stats["split_sentences"],
+                    max_seq_length,
+                )
+
+    def dataset(self, name: str) -> EncodedSplit:
+        return self.encoded[name]
+
+    def evaluator(self, name: str) -> NerEvaluator:
+        return NerEvaluator(self.splits[name], self.encoded[name], self.id2label)
+
+    def data_collator(self, tokenizer, *, pad_to_multiple_of: int | None = None):
+        from transformers import DataCollatorForTokenClassification
+
+        return DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=pad_to_multiple_of)
+
+    def build_model(self, checkpoint: str, **config_overrides):
+        """A fresh ``AutoModelForTokenClassification`` from ``checkpoint`` with this task's labels.
+
+        The checkpoint's own head (e.g. ELECTRA's discriminator head) is dropped and a new classifier is
+        initialised from the current torch seed.
+        """
+        import torch
+        from transformers import AutoModelForTokenClassification
+
+        from downstream.checkpoints import quiet_transformers
+
+        with quiet_transformers():
+            model = AutoModelForTokenClassification.from_pretrained(
+                checkpoint,
+                dtype=torch.float32,  # fp32 master weights even from fp16/bf16 files (bf16 is autocast)
+                num_labels=len(self.labels),
+                id2label=self.id2label,
+                label2id=self.label2id,
+                ignore_mismatched_sizes=True,
+                **config_overrides,
+            )
+        # The model computes a plain mean loss. Without this, Trainer sees ``**kwargs`` in forward, assumes
+        # the loss is normalised by ``num_items_in_batch`` and skips the division by the gradient
+        # accumulation steps (the logged and optimised loss grow with accumulation).
+        model.accepts_loss_kwargs = False
+        return model
+
+    def analysis(self, results: dict[str, EvalResult], info: dict[str, Any]) -> tuple[str, str]:
+        """``classification_report.txt`` (entity- and word-level reports) and ``errors.txt`` (wrong sentences)."""
+        gold = {name: [s.tags for s in self.splits[name].sentences] for name in results}
+        report = ner_classification_report({name: (gold[name], r.predictions) for name, r in results.items()}, info)
+        return report, ner_errors({name: (self.splits[name], r.predictions) for name, r in results.items()})
+
+    def write_predictions(self, path: Path, name: str, result: EvalResult) -> None:
+        write_conll_predictions(path, self.splits[name], result.predictions)
+
+    def report_extras(self, settings) -> dict[str, Any]:
+        return {"entity_type": self.entity_type} if self.entity_type else {}
+
+    @staticmethod
+    def markdown_extras(report: dict[str, Any]) -> list[str]:
+        return []
+
+    @classmethod
+    def locate_files(cls, settings) -> dict[str, Path]:
+        """``train`` / ``dev`` / ``test`` files of ``settings.data_dir``, else of the registered dataset.
+
+        Raises:
+            DownstreamError: neither is given, or the files are missing.
+        """
+        if settings.data_dir is not None:
+            return find_split_files(Path(settings.data_dir))
+        if not settings.dataset:
+            raise DownstreamError("no data: give a registered dataset name or a data directory")
+        return locate_dataset(settings.dataset, task=cls.kind)
+
+    @classmethod
+    def options(cls, settings) -> dict[str, Any]:
+        return {
+            "iob1_policy": settings.iob1_policy,
+            "max_train_examples": settings.max_train_examples,
+            "entity_type": settings.resolved_entity_type(),
+        }
+
+
+def _labels_not_in_training(splits: dict[str, NerSplit]) -> dict[str, int]:
+    """Tags of the dev / test splits that the training split never has, with their counts (logged: the
+    model cannot learn them, so their entities can only be missed)."""
+    from collections import Counter
+
+    seen = {t for sentence in splits["train"].sentences for t in sentence.tags}
+    unseen: Counter = Counter()
+    for name in ("dev", "test"):
+        for sentence in splits[name].sentences:
+            unseen.update(t for t in sentence.tags if t not in seen)
+    if unseen:
+        logger.warning(
+            "labels in dev/test that training never has (their entities can only be missed): %s",
+            ", ".join(f"{t} x{n}" for t, n in sorted(unseen.items())),
+        )
+    return dict(sorted(unseen.items()))

@@ -1,0 +1,100 @@
+"""What ``bioelectra predict`` returns: tagged words and sentences, entities with character offsets, relation
+labels with class probabilities, and the decoding of IOB2 tags into entities."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from downstream.predict.formats import Document
+
+#: Entity type of bare ``B`` / ``I`` labels (BioBERT's untyped files) when the model's config has no
+#: ``entity_type``.
+UNTYPED_ENTITY = "entity"
+
+
+@dataclass(frozen=True)
+class TaggedWord:
+    """One word of a document with its prediction.
+
+    Attributes:
+        start: offset of its first character in the document text.
+        end: offset after its last character (exclusive).
+        tag: the IOB2 label predicted at its first sub-token.
+        score: softmax probability of ``tag`` there, in [0, 1].
+    """
+
+    start: int
+    end: int
+    tag: str
+    score: float
+
+
+@dataclass(frozen=True)
+class TaggedSentence:
+    """One sentence: its span in the document and its words (possibly none, e.g. only control characters)."""
+
+    start: int
+    end: int
+    words: tuple[TaggedWord, ...]
+
+
+@dataclass(frozen=True)
+class Entity:
+    """One entity mention.
+
+    Attributes:
+        document: the document's id.
+        start: offset of its first character in the document text.
+        end: offset after its last character (exclusive): ``text == document_text[start:end]``.
+        text: the mention as written.
+        type: the label's type (``Disease`` for ``B-Disease``; for bare ``B`` / ``I``: the config's
+            ``entity_type`` when it has one, else :data:`UNTYPED_ENTITY`).
+        score: mean over its words of the softmax probability of each word's predicted tag, in [0, 1].
+    """
+
+    document: str
+    start: int
+    end: int
+    text: str
+    type: str
+    score: float
+
+
+@dataclass(frozen=True)
+class DocumentEntities:
+    """The predictions for one document: its sentences with tagged words, and the entities decoded from them."""
+
+    document: Document
+    sentences: tuple[TaggedSentence, ...]
+    entities: tuple[Entity, ...]
+
+
+@dataclass(frozen=True)
+class RelationPrediction:
+    """The relation predicted for one sentence.
+
+    Attributes:
+        document: the input's id.
+        sentence: the input text (with its placeholders).
+        label: the arg-max label.
+        probabilities: softmax probability of every label, in the model's label order (they sum to 1).
+    """
+
+    document: str
+    sentence: str
+    label: str
+    probabilities: dict[str, float]
+
+
+def decode_entities(tags: Sequence[str], *, untyped: str = UNTYPED_ENTITY) -> list[tuple[str, int, int]]:
+    """Entity chunks of one sentence's IOB2 tags, found by seqeval's own chunker (default mode, conlleval's
+    rules), the one the metrics use: a chunk starts at ``B-x``, or at an ``I-x`` that does not continue a
+    chunk of type ``x``, and goes on while ``I-x`` follows. Bare ``B`` / ``I`` get the type ``untyped``.
+
+    Returns:
+        ``[(type, first_word, end_word), ...]`` with ``end_word`` exclusive.
+    """
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    return [(untyped if kind == "_" else kind, start, end + 1) for kind, start, end in get_entities(list(tags))]

@@ -1,0 +1,1 @@
+"""Extractive question answering: SQuAD-style readers, windowing and answer spans, the task kind, metrics and analysis."""

@@ -1,0 +1,42 @@
+"""The text blocks every kind's trial analysis shares (``classification_report.txt``): the precision /
+recall / F1 / support table, the split titles and the best-epoch line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def table(
+    rows: dict[str, dict[str, float]], first: str, averages: dict[str, dict[str, float]] | None = None
+) -> str:
+    """A precision / recall / F1 / support table (seqeval's layout): ``rows``, then ``averages`` after a
+    blank line."""
+    averages = averages or {}
+    width = max([len(first), *(len(k) for k in (*rows, *averages))]) + 2
+
+    def line(name: str, v: dict[str, float]) -> str:
+        return f"{name:<{width}}{v['precision']:>10.4f}{v['recall']:>10.4f}{v['f1']:>10.4f}{int(v['support']):>10d}"
+
+    lines = [f"{first:<{width}}{'precision':>10}{'recall':>10}{'f1-score':>10}{'support':>10}"]
+    lines += [line(name, v) for name, v in rows.items()]
+    if averages:
+        lines += ["", *(line(name, v) for name, v in averages.items())]
+    return "\n".join(lines)
+
+
+def split_title(name: str) -> str:
+    return f"{name} (best epoch)" if name == "dev" else f"{name} (the best epoch's model)"
+
+
+def epoch_lines(info: dict[str, Any]) -> str:
+    def num(value):
+        return f"{value:.4f}" if isinstance(value, int | float) else "-"
+
+    epoch = info.get("best_epoch")
+    return (
+        f"best epoch: {epoch if epoch is not None else '-'}    training loss of that epoch: "
+        f"{num(info.get('train_loss'))}    validation loss: {num(info.get('dev_loss'))}\n"
+        "(the epoch kept by the development metric; training loss: the mean of the losses the Trainer logged\n"
+        " after the previous evaluation up to this one, '-' when it logged none; validation loss: the\n"
+        " development loss of that evaluation)"
+    )

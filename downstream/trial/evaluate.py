@@ -1,0 +1,145 @@
+"""Scoring a saved fine-tuned model on a benchmark's development and test sets, without training
+(``bioelectra evaluate``): the same reading, encoding, metrics, prediction files and report keys as a trial,
+so a trial's own test F1 is reproduced exactly from its saved ``model/``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from bioelectra.textio import atomic_write_text
+from downstream.errors import DownstreamError
+from downstream.kinds import prepare_task, task_class
+from downstream.settings import FinetuneSettings
+
+logger = logging.getLogger(__name__)
+
+#: ``config.json`` architectures -> task kind, for ``--loader`` left out.
+ARCHITECTURE_KINDS = {
+    "ForTokenClassification": "ner", "ForSequenceClassification": "re", "ForRelationClassification": "re",
+    "ForQuestionAnswering": "qa",
+}  # fmt: skip
+
+
+def model_labels(model_dir: Path) -> list[str]:
+    """The label list of a saved classification model, in id order (``config.id2label``).
+
+    Raises:
+        DownstreamError: no ``config.json`` or no ``id2label`` in it.
+    """
+    config_file = Path(model_dir) / "config.json"
+    if not config_file.is_file():
+        raise DownstreamError(f"--model {model_dir}: no config.json (expected a fine-tuned save_pretrained folder)")
+    id2label = json.loads(config_file.read_text(encoding="utf-8")).get("id2label")
+    if not id2label:
+        raise DownstreamError(f"{config_file}: no id2label (not a fine-tuned classification model)")
+    return [id2label[k] for k in sorted(id2label, key=int)]
+
+
+def model_kind(model_dir: Path) -> str:
+    """The task kind of a saved model from its architecture (``ElectraForTokenClassification`` -> ``ner``).
+
+    Raises:
+        DownstreamError: an architecture that is neither (pass ``--loader``).
+    """
+    config = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    for arch in config.get("architectures") or []:
+        for suffix, kind in ARCHITECTURE_KINDS.items():
+            if arch.endswith(suffix):
+                return kind
+    raise DownstreamError(f"--model {model_dir}: architectures {config.get('architectures')} are not a task kind's; pass --loader")
+
+
+def evaluate_model(settings: FinetuneSettings) -> dict[str, Any]:
+    """Score the saved model ``settings.checkpoint`` on the dev and test splits of ``settings``' data and
+    write ``results.json`` (``dev`` and ``test`` blocks with a trial's keys), ``results.md`` and the test
+    predictions under ``settings.output_dir``.
+
+    Raises:
+        DownstreamError: a folder that is not a fine-tuned model, labels that do not match the data's
+            (both sets listed), missing data.
+    """
+    from downstream.trial.trainer import build_trainer
+
+    model_dir = Path(settings.checkpoint)
+    kind_class = task_class(settings.task)
+    labels = model_labels(model_dir) if getattr(kind_class, "has_labels", True) else []
+    task, tokenizer = prepare_task(settings, labels=labels)
+    output_dir = Path(settings.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    scratch = output_dir / ".evaluate-scratch"
+    trainer, _ = build_trainer(settings, task, tokenizer, seed=settings.seed, output_dir=scratch)
+    results: dict[str, Any] = {}
+    seconds: dict[str, float] = {}
+    try:
+        for split in ("dev", "test"):
+            evaluator = task.evaluator(split)
+            trainer.compute_metrics = evaluator
+            started = time.perf_counter()
+            output = trainer.predict(task.dataset(split))
+            seconds[split] = round(time.perf_counter() - started, 2)
+            results[split] = evaluator.last
+            if "test_loss" in output.metrics:
+                results[split].metrics["loss"] = float(output.metrics["test_loss"])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    task.write_predictions(output_dir / task.predictions_filename, "test", results["test"])
+    report = {
+        "task": settings.task,
+        "dataset": settings.dataset or str(settings.data_dir),
+        "model": str(model_dir),
+        "labels": task.labels,
+        "metric_mode": task.metric_mode,
+        "f1_name": task.f1_name,
+        "trial_metrics": list(task.trial_metrics),
+        "counts": task.counts(),
+        "dev": results["dev"].metrics,
+        "test": results["test"].metrics,
+        "seconds": seconds,
+        "predictions_file": str(output_dir / task.predictions_filename),
+    }
+    atomic_write_text(output_dir / "results.json", json.dumps(report, indent=2))
+    atomic_write_text(output_dir / "results.md", format_evaluation(report))
+    return report
+
+
+#: The metrics of an evaluation report that does not name its task's (NER, RE).
+EVALUATION_METRICS = ("precision", "recall", "f1")
+
+
+def _title(name: str) -> str:
+    """A metric's title in evaluation reports: precision and recall in full, the others as tables show them."""
+    from downstream.trial.reports import METRIC_TITLES
+
+    return name if name in ("precision", "recall") else METRIC_TITLES.get(name, name)
+
+
+def evaluation_line(report: dict[str, Any], split: str) -> str:
+    """``precision 81.20  recall 79.90  F1 80.55`` (the task's metrics, percent) for one split."""
+    names = report.get("trial_metrics") or EVALUATION_METRICS
+    return "  ".join(f"{_title(n)} {100 * report[split][n]:.2f}" for n in names if isinstance(report[split].get(n), int | float))
+
+
+def format_evaluation(report: dict[str, Any]) -> str:
+    """``results.md`` of an evaluation: the task's metrics (NER, RE: precision, recall, F1; percent) on dev
+    and test."""
+    def pct(v):
+        return "-" if v is None else f"{100 * v:.2f}"
+
+    names = report.get("trial_metrics") or EVALUATION_METRICS
+    lines = [
+        f"# {report['dataset']}: {report['task'].upper()} evaluation of `{report['model']}` (no training)",
+        "",
+        f"Metrics in percent; {report.get('metric_mode') or ''}.",
+        "",
+        "| split | " + " | ".join(_title(n) for n in names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for split in ("dev", "test"):
+        m = report[split]
+        lines.append(f"| {split} | " + " | ".join(pct(m.get(n)) for n in names) + " |")
+    return "\n".join(lines) + "\n"

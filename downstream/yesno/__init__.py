@@ -1,0 +1,1 @@
+"""Yes/no question answering (PubMedQA, BioASQ yes/no): reader, the task kind, its metrics and analysis."""
