@@ -39,25 +39,22 @@ from __future__ import annotations
 import json
 import logging
 import os
-import random
-import re
 import shutil
 import tempfile
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
-from itertools import chain
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from bioelectra.build_worker import ChunkResult, _chunks, _init_worker, _process_chunk, document_rng
 from bioelectra.packing import (
     MIN_RANDOM_LENGTH,
     RANDOM_LENGTH_PROB,
     SINGLE_SEGMENT_PROB,
     PackStats,
-    pack_document,
 )
 from bioelectra.shards import FORMAT_VERSION, _SplitWriter, id_dtype_for
 from bioelectra.textio import replace_dir
@@ -71,18 +68,8 @@ BUILD_INFO_FILENAME = "build_info.json"
 SPLITS = ("train", "validation")
 
 
-
-
-
-
-
-
-
-
-
-
 # --------------------------------------------------------------------------------------------------
-# settings and worker side
+# settings
 # --------------------------------------------------------------------------------------------------
 
 
@@ -138,187 +125,6 @@ class BuildDataSettings:
             raise ValueError(f"eval_fraction must be in [0, 1), got {self.eval_fraction}")
         if self.examples_per_shard < 1 or self.chunk_chars < 1:
             raise ValueError("examples_per_shard and chunk_chars must be >= 1")
-
-
-@dataclass
-class ChunkResult:
-    """Packed examples of a chunk of consecutive documents (flat arrays, no padding).
-
-    Attributes:
-        input_ids: int32 of shape ``(total_tokens,)``: all examples' ids concatenated.
-        example_lengths: int32 of shape ``(num_examples,)``.
-        first_lengths: int32 of shape ``(num_examples,)``: tokens with type id 0 ([CLS] A [SEP]).
-        doc_example_counts: int32 of shape ``(num_docs,)``.
-        stats: packing counts of the chunk.
-    """
-
-    input_ids: np.ndarray
-    example_lengths: np.ndarray
-    first_lengths: np.ndarray
-    doc_example_counts: np.ndarray
-    stats: PackStats = field(default_factory=PackStats)
-
-
-#: ASCII pre-tokens of BERT's ``BasicTokenizer``: runs of letters/digits, or one punctuation character (the
-#: original ``_is_punctuation`` counts every printable non-alphanumeric ASCII character as punctuation).
-_ASCII_PRETOKEN = re.compile(r"[A-Za-z0-9]+|[^A-Za-z0-9 ]")
-
-#: Entries of each ``WordPieceEncoder`` cache before it is cleared (bounds memory: tens of MB).
-WORD_CACHE_SIZE = 200_000
-
-
-class WordPieceEncoder:
-    """Batch WordPiece encoding, identical to the fast tokenizer's, with a word cache for plain ASCII lines.
-
-    A line that is ASCII and printable is split into BERT pre-tokens with one regular expression (runs of
-    letters/digits, or one punctuation character: exactly the original ``BasicTokenizer`` on such text,
-    where cleaning, accent stripping and CJK spacing change nothing and lower-casing is ``str.lower``);
-    each pre-token's ids come from a cache filled by the Rust WordPiece model alone. Every other line goes
-    through the full ``tokenizers`` pipeline, in one ``encode_batch_fast`` call per batch. The result
-    equals ``tokenizer.encode(line, add_special_tokens=False).ids`` (tested on random and adversarial
-    text). Measured on the shared corpus (CPU seconds, one process): OHSUMED 255k -> 640k tokens/s,
-    ASReview abstracts 350k -> 800k, eLife full text (78% of its text in non-ASCII lines) 420k -> 510k. A
-    cache for non-ASCII whitespace tokens as well was tried and was slower than ``tokenizers`` on them.
-    The cache is cleared when it would exceed ``WORD_CACHE_SIZE`` entries, so it holds at most that many
-    plus the distinct words of one batch (bounded by ``chunk_chars``): memory stays bounded.
-
-    Args:
-        tokenizer_json: ``backend_tokenizer.to_str()`` of the ``ElectraTokenizerFast`` being saved.
-        do_lower_case: whether the tokenizer lower-cases (its normaliser's ``lowercase``).
-    """
-
-    def __init__(self, tokenizer_json: str, *, do_lower_case: bool) -> None:
-        from tokenizers import Tokenizer
-
-        self.full = Tokenizer.from_str(tokenizer_json)
-        self.words = Tokenizer.from_str(tokenizer_json)  # WordPiece model alone: input is one pre-token
-        self.words.normalizer = None
-        self.words.pre_tokenizer = None
-        self.do_lower_case = do_lower_case
-        self.word_cache: dict[str, tuple[int, ...]] = {}
-
-    def _fill(self, words: Iterable[str]) -> None:
-        cache = self.word_cache
-        words = set(words)
-        missing = [w for w in words if w not in cache]
-        if len(cache) + len(missing) > WORD_CACHE_SIZE:
-            cache.clear()  # bounded memory; all of the caller's words are put back below
-            missing = list(words)
-        encodings = self.words.encode_batch_fast(missing, add_special_tokens=False)
-        for word, enc in zip(missing, encodings, strict=True):
-            cache[word] = tuple(enc.ids)
-
-    def encode(self, lines: list[str]) -> list[list[int]]:
-        """WordPiece ids of each line, without special tokens; ``len(result) == len(lines)``."""
-        out: list[list[int]] = [[] for _ in lines]
-        others: list[int] = []
-        deferred: list[tuple[int, list[str]]] = []
-        findall = _ASCII_PRETOKEN.findall
-        flatten = chain.from_iterable
-        word_ids = self.word_cache.__getitem__
-        lower = self.do_lower_case
-        for i, line in enumerate(lines):
-            if not (line.isascii() and line.isprintable()):
-                others.append(i)
-                continue
-            words = findall(line.lower() if lower else line)
-            try:
-                out[i] = list(flatten(map(word_ids, words)))
-            except KeyError:
-                deferred.append((i, words))
-        if deferred:  # one batch for every word missing in this call
-            self._fill(w for _, words in deferred for w in words)
-            for i, words in deferred:
-                out[i] = list(flatten(map(word_ids, words)))
-        if others:
-            encodings = self.full.encode_batch_fast([lines[i] for i in others], add_special_tokens=False)
-            for i, enc in zip(others, encodings, strict=True):
-                out[i] = enc.ids
-        return out
-
-
-_WORKER: dict = {}
-
-
-def _init_worker(
-    tokenizer_json: str, max_seq_length: int, seed: int, carry_overflow: bool, do_lower_case: bool
-) -> None:
-    encoder = WordPieceEncoder(tokenizer_json, do_lower_case=do_lower_case)
-    _WORKER.update(
-        encoder=encoder,
-        max_seq_length=max_seq_length,
-        seed=seed,
-        carry_overflow=carry_overflow,
-        cls_id=encoder.full.token_to_id("[CLS]"),
-        sep_id=encoder.full.token_to_id("[SEP]"),
-    )
-
-
-def document_rng(seed: int, doc_index: int, purpose: str = "pack") -> random.Random:
-    """The seeded generator of one document (string seeds hash with SHA-512: stable across processes)."""
-    return random.Random(f"{seed}/{purpose}/{doc_index}")
-
-
-def _process_chunk(task: tuple[int, list[list[str]]]) -> ChunkResult:
-    """Worker: tokenize a chunk of documents in one batch (``WordPieceEncoder``), then pack each document."""
-    first_doc_index, docs = task
-    w = _WORKER
-    max_len, cls_id, sep_id = w["max_seq_length"], w["cls_id"], w["sep_id"]
-    ids = w["encoder"].encode([line for doc in docs for line in doc])
-    stats = PackStats()
-    flat: list[int] = []
-    lengths: list[int] = []
-    firsts: list[int] = []
-    counts: list[int] = []
-    start = 0
-    for offset, doc in enumerate(docs):
-        sentences = ids[start : start + len(doc)]
-        start += len(doc)
-        before = stats.examples
-        rng = document_rng(w["seed"], first_doc_index + offset)
-        for first, second in pack_document(
-            sentences, max_seq_length=max_len, rng=rng, carry_overflow=w["carry_overflow"], stats=stats
-        ):
-            flat.append(cls_id)
-            flat.extend(first)
-            flat.append(sep_id)
-            n = len(first) + 2
-            firsts.append(n)
-            if second:
-                flat.extend(second)
-                flat.append(sep_id)
-                n += len(second) + 1
-            lengths.append(n)
-        counts.append(stats.examples - before)
-    return ChunkResult(
-        input_ids=np.asarray(flat, dtype=np.int32),
-        example_lengths=np.asarray(lengths, dtype=np.int32),
-        first_lengths=np.asarray(firsts, dtype=np.int32),
-        doc_example_counts=np.asarray(counts, dtype=np.int32),
-        stats=stats,
-    )
-
-
-def _chunks(docs: Iterator[list[str]], chunk_chars: int) -> Iterator[tuple[int, list[list[str]]]]:
-    batch: list[list[str]] = []
-    size = 0
-    index = 0
-    for doc in docs:
-        batch.append(doc)
-        size += sum(len(line) for line in doc)
-        if size >= chunk_chars:
-            yield index, batch
-            index += len(batch)
-            batch, size = [], 0
-    if batch:
-        yield index, batch
-
-
-
-
-
-
-
 
 
 # --------------------------------------------------------------------------------------------------
@@ -383,6 +189,171 @@ def corpus_warnings(counts: dict, settings: BuildDataSettings) -> list[str]:
     return warnings
 
 
+def _check_build_inputs(settings: BuildDataSettings) -> None:
+    """Raise before any work on a missing corpus or an occupied output; warn of a cased vocabulary that a
+    lower-casing build can never produce."""
+    corpus_dir, output_dir = Path(settings.corpus_dir), Path(settings.output_dir)
+    if not corpus_dir.exists():
+        raise FileNotFoundError(f"corpus directory not found: {corpus_dir}")
+    if (
+        output_dir.exists()
+        and not settings.overwrite
+        and (not output_dir.is_dir() or any(output_dir.iterdir()))
+    ):
+        raise FileExistsError(f"{output_dir} exists and is not empty; pass overwrite=True (--overwrite)")
+    if settings.do_lower_case:
+        cased = cased_vocab_entries(settings.vocab_file)
+        if cased:
+            logger.warning(
+                "%s: %d entries contain capital letters (a cased vocabulary), but the text is lower-cased "
+                "(do_lower_case), so they can never be produced; pass --no-lower-case for a cased vocabulary "
+                "(Bio-ELECTRA's is cased)",
+                settings.vocab_file,
+                cased,
+            )
+
+
+def _fresh_tmp_dir(output_dir: Path) -> Path:
+    """A new temporary folder beside ``output_dir`` (the stale ones of killed builds removed), with the
+    permissions of an ordinary folder."""
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    for stale in output_dir.parent.glob(f".{output_dir.name}.tmp-*"):  # left by a killed build of this output
+        logger.warning("removing %s, the half-written output of an earlier build-data that was stopped", stale)
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.tmp-", dir=output_dir.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; the output is an ordinary folder
+    return tmp
+
+
+class _SplitRouter:
+    """Writes each chunk's documents to ``train`` or ``validation`` (seeded draws), holding back the latest
+    train document while no validation document has been drawn, and sums the packing counts."""
+
+    def __init__(self, writers: dict, settings: BuildDataSettings, bar, start_time: float) -> None:
+        self.writers, self.settings, self.bar, self.start_time = writers, settings, bar, start_time
+        self.held: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # latest doc, while no eval doc
+        self.eval_docs = 0
+        self.totals = PackStats()
+
+    def consume(self, first_doc: int, result: ChunkResult) -> None:
+        settings, writers, totals = self.settings, self.writers, self.totals
+        n_docs = len(result.doc_example_counts)
+        draws = np.array([_eval_draw(settings.seed, first_doc + i) for i in range(n_docs)])
+        is_eval = draws < settings.eval_fraction
+        self.eval_docs += int(is_eval.sum())
+        is_train = ~is_eval
+        if self.held is not None:  # the previous chunk's last train document, in its place
+            writers["train"].write(*self.held)
+            self.held = None
+        if settings.eval_fraction > 0 and self.eval_docs == 0 and is_train.any():
+            # no validation document drawn yet: delay the latest document, it may have to be the one
+            last = np.zeros(n_docs, dtype=bool)
+            last[np.flatnonzero(is_train)[-1]] = True
+            self.held = _slice_docs(result, last)
+            is_train &= ~last
+        writers["train"].write(*_slice_docs(result, is_train))
+        writers["validation"].write(*_slice_docs(result, is_eval))
+        for name in ("sentences", "tokens", "tokens_in_examples", "tokens_lost", "examples"):
+            setattr(totals, name, getattr(totals, name) + getattr(result.stats, name))
+        totals.single_segment_examples += result.stats.single_segment_examples
+        self.bar.update(n_docs)
+        elapsed = time.perf_counter() - self.start_time
+        self.bar.set_postfix(examples=totals.examples, tok_s=f"{totals.tokens / max(elapsed, 1e-9):,.0f}")
+
+    def flush(self, documents: int) -> None:
+        """The held document goes to ``validation`` if none was drawn and the corpus has 2 or more."""
+        if self.held is not None:
+            split = "validation" if documents >= 2 and self.eval_docs == 0 else "train"
+            self.writers[split].write(*self.held)
+            self.eval_docs += split == "validation"
+
+
+def _pack_chunks(tasks: Iterator, init_args: tuple, consume, num_processes: int) -> None:
+    """Pack each chunk of ``tasks`` in this process or in a pool of ``num_processes`` (at most
+    ``2 * num_processes`` outstanding), handing the results to ``consume`` in corpus order."""
+    if num_processes == 1:
+        _init_worker(*init_args)
+        for first_doc, chunk in tasks:
+            consume(first_doc, _process_chunk((first_doc, chunk)))
+        return
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(num_processes, initializer=_init_worker, initargs=init_args) as pool:
+        pending: deque = deque()
+        for first_doc, chunk in tasks:
+            pending.append((first_doc, pool.apply_async(_process_chunk, ((first_doc, chunk),))))
+            if len(pending) >= 2 * num_processes:  # bounded: memory stays flat
+                doc0, res = pending.popleft()
+                consume(doc0, res.get())
+        while pending:
+            doc0, res = pending.popleft()
+            consume(doc0, res.get())
+
+
+def _build_info(
+    settings: BuildDataSettings,
+    *,
+    tokenizer,
+    id_dtype: str,
+    examples_dir: Path,
+    writers: dict,
+    corpus_stats,
+    router: _SplitRouter,
+    elapsed: float,
+    setup_seconds: float,
+) -> dict:
+    """The ``build_info.json`` dict of a finished build (options, packing rules, counts, throughput)."""
+    from bioelectra.vocab import effective_strip_accents
+
+    totals = router.totals
+    stored_tokens = sum(w.num_tokens for w in writers.values())
+    stored_bytes = sum(f.stat().st_size for f in examples_dir.rglob("*.arrow"))
+    return {
+        "format_version": FORMAT_VERSION,
+        "input_ids_dtype": id_dtype,
+        "bytes_per_token": round(stored_bytes / stored_tokens, 4) if stored_tokens else None,
+        "options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()},
+        "vocab_file": str(settings.vocab_file),
+        "vocab_size": len(tokenizer),
+        "do_lower_case": settings.do_lower_case,
+        "strip_accents": effective_strip_accents(settings.do_lower_case, settings.strip_accents),
+        "max_seq_length": settings.max_seq_length,
+        "seed": settings.seed,
+        "carry_overflow": settings.carry_overflow,
+        "packing": {
+            "source": "google-research/electra build_pretraining_dataset.py ExampleBuilder",
+            "single_segment_prob": SINGLE_SEGMENT_PROB,
+            "random_length_prob": RANDOM_LENGTH_PROB,
+            "min_random_length": MIN_RANDOM_LENGTH,
+            "overflow": "carried into the next example of the same document"
+            if settings.carry_overflow
+            else "dropped (original behaviour)",
+        },
+        "counts": {
+            "files": corpus_stats.files,
+            "skipped_files": corpus_stats.skipped_files,
+            "skipped_examples": corpus_stats.skipped_examples,
+            "empty_records": corpus_stats.empty_records,
+            "documents": corpus_stats.documents,
+            "validation_documents": router.eval_docs,
+            "sentences": totals.sentences,
+            "tokens": totals.tokens,
+            "tokens_in_examples": totals.tokens_in_examples,
+            "tokens_lost": totals.tokens_lost,
+            "examples": {s: writers[s].num_examples for s in SPLITS},
+            "single_segment_examples": totals.single_segment_examples,
+            "input_ids_with_special_tokens": sum(w.num_tokens for w in writers.values()),
+            "shards": {s: len(writers[s].shards) for s in SPLITS},
+        },
+        "tokens_per_second": totals.tokens / elapsed if elapsed > 0 else 0.0,
+        "elapsed_seconds": elapsed,
+        "setup_seconds": setup_seconds,
+    }
+
+
 def build_pretraining_data(settings: BuildDataSettings) -> dict:
     """Build the pre-training dataset: stream, tokenize and pack the corpus, write sharded Arrow.
 
@@ -406,43 +377,19 @@ def build_pretraining_data(settings: BuildDataSettings) -> dict:
     from tqdm.auto import tqdm
 
     from bioelectra.corpus import CorpusStats, iter_documents
-    from bioelectra.vocab import effective_strip_accents, make_tokenizer
+    from bioelectra.vocab import make_tokenizer
 
     settings.validate()
     setup_start = time.perf_counter()
     corpus_dir, output_dir = Path(settings.corpus_dir), Path(settings.output_dir)
-    if not corpus_dir.exists():
-        raise FileNotFoundError(f"corpus directory not found: {corpus_dir}")
-    if (
-        output_dir.exists()
-        and not settings.overwrite
-        and (not output_dir.is_dir() or any(output_dir.iterdir()))
-    ):
-        raise FileExistsError(f"{output_dir} exists and is not empty; pass overwrite=True (--overwrite)")
-    if settings.do_lower_case:
-        cased = cased_vocab_entries(settings.vocab_file)
-        if cased:
-            logger.warning(
-                "%s: %d entries contain capital letters (a cased vocabulary), but the text is lower-cased "
-                "(do_lower_case), so they can never be produced; pass --no-lower-case for a cased vocabulary "
-                "(Bio-ELECTRA's is cased)",
-                settings.vocab_file,
-                cased,
-            )
+    _check_build_inputs(settings)
     tokenizer = make_tokenizer(
         settings.vocab_file, do_lower_case=settings.do_lower_case, strip_accents=settings.strip_accents
     )
     tokenizer_json = tokenizer.backend_tokenizer.to_str()
     start_time = time.perf_counter()  # throughput clock: reading, tokenizing, packing, writing
     setup_seconds = start_time - setup_start
-    output_dir.parent.mkdir(parents=True, exist_ok=True)
-    for stale in output_dir.parent.glob(f".{output_dir.name}.tmp-*"):  # left by a killed build of this output
-        logger.warning("removing %s, the half-written output of an earlier build-data that was stopped", stale)
-        shutil.rmtree(stale, ignore_errors=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.tmp-", dir=output_dir.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; the output is an ordinary folder
+    tmp = _fresh_tmp_dir(output_dir)
     try:
         tokenizer.save_pretrained(str(tmp / TOKENIZER_DIRNAME))
         shutil.copyfile(settings.vocab_file, tmp / TOKENIZER_DIRNAME / "vocab.txt")
@@ -451,7 +398,6 @@ def build_pretraining_data(settings: BuildDataSettings) -> dict:
         id_dtype = id_dtype_for(len(tokenizer))
         writers = {s: _SplitWriter(examples_dir / s, s, settings.examples_per_shard, id_dtype) for s in SPLITS}
         corpus_stats = CorpusStats()
-        totals = PackStats()
         docs = iter_documents(
             corpus_dir,
             blanks_separate_docs=settings.blanks_separate_docs,
@@ -467,58 +413,11 @@ def build_pretraining_data(settings: BuildDataSettings) -> dict:
             settings.carry_overflow,
             settings.do_lower_case,
         )
-        held: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # latest doc, while no eval doc
-        eval_docs = 0
         bar = tqdm(unit=" docs", desc="build-data", disable=not settings.progress, dynamic_ncols=True)
-
-        def consume(first_doc: int, result: ChunkResult) -> None:
-            nonlocal held, eval_docs
-            n_docs = len(result.doc_example_counts)
-            draws = np.array([_eval_draw(settings.seed, first_doc + i) for i in range(n_docs)])
-            is_eval = draws < settings.eval_fraction
-            eval_docs += int(is_eval.sum())
-            is_train = ~is_eval
-            if held is not None:  # the previous chunk's last train document, in its place
-                writers["train"].write(*held)
-                held = None
-            if settings.eval_fraction > 0 and eval_docs == 0 and is_train.any():
-                # no validation document drawn yet: delay the latest document, it may have to be the one
-                last = np.zeros(n_docs, dtype=bool)
-                last[np.flatnonzero(is_train)[-1]] = True
-                held = _slice_docs(result, last)
-                is_train &= ~last
-            writers["train"].write(*_slice_docs(result, is_train))
-            writers["validation"].write(*_slice_docs(result, is_eval))
-            for name in ("sentences", "tokens", "tokens_in_examples", "tokens_lost", "examples"):
-                setattr(totals, name, getattr(totals, name) + getattr(result.stats, name))
-            totals.single_segment_examples += result.stats.single_segment_examples
-            bar.update(n_docs)
-            elapsed = time.perf_counter() - start_time
-            bar.set_postfix(examples=totals.examples, tok_s=f"{totals.tokens / max(elapsed, 1e-9):,.0f}")
-
-        if settings.num_processes == 1:
-            _init_worker(*init_args)
-            for first_doc, chunk in tasks:
-                consume(first_doc, _process_chunk((first_doc, chunk)))
-        else:
-            import multiprocessing
-
-            ctx = multiprocessing.get_context("spawn")
-            with ctx.Pool(settings.num_processes, initializer=_init_worker, initargs=init_args) as pool:
-                pending: deque = deque()
-                for first_doc, chunk in tasks:
-                    pending.append((first_doc, pool.apply_async(_process_chunk, ((first_doc, chunk),))))
-                    if len(pending) >= 2 * settings.num_processes:  # bounded: memory stays flat
-                        doc0, res = pending.popleft()
-                        consume(doc0, res.get())
-                while pending:
-                    doc0, res = pending.popleft()
-                    consume(doc0, res.get())
+        router = _SplitRouter(writers, settings, bar, start_time)
+        _pack_chunks(tasks, init_args, router.consume, settings.num_processes)
         bar.close()
-        if held is not None:
-            split = "validation" if corpus_stats.documents >= 2 and eval_docs == 0 else "train"
-            writers[split].write(*held)
-            eval_docs += split == "validation"
+        router.flush(corpus_stats.documents)
         if corpus_stats.documents == 0:
             raise ValueError(
                 f"{corpus_dir}: no documents found ({corpus_stats.files} files read, "
@@ -528,49 +427,17 @@ def build_pretraining_data(settings: BuildDataSettings) -> dict:
             writer.finish()
         (examples_dir / "dataset_dict.json").write_text(json.dumps({"splits": list(SPLITS)}))
         elapsed = time.perf_counter() - start_time
-        stored_tokens = sum(w.num_tokens for w in writers.values())
-        stored_bytes = sum(f.stat().st_size for f in examples_dir.rglob("*.arrow"))
-        info = {
-            "format_version": FORMAT_VERSION,
-            "input_ids_dtype": id_dtype,
-            "bytes_per_token": round(stored_bytes / stored_tokens, 4) if stored_tokens else None,
-            "options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()},
-            "vocab_file": str(settings.vocab_file),
-            "vocab_size": len(tokenizer),
-            "do_lower_case": settings.do_lower_case,
-            "strip_accents": effective_strip_accents(settings.do_lower_case, settings.strip_accents),
-            "max_seq_length": settings.max_seq_length,
-            "seed": settings.seed,
-            "carry_overflow": settings.carry_overflow,
-            "packing": {
-                "source": "google-research/electra build_pretraining_dataset.py ExampleBuilder",
-                "single_segment_prob": SINGLE_SEGMENT_PROB,
-                "random_length_prob": RANDOM_LENGTH_PROB,
-                "min_random_length": MIN_RANDOM_LENGTH,
-                "overflow": "carried into the next example of the same document"
-                if settings.carry_overflow
-                else "dropped (original behaviour)",
-            },
-            "counts": {
-                "files": corpus_stats.files,
-                "skipped_files": corpus_stats.skipped_files,
-                "skipped_examples": corpus_stats.skipped_examples,
-                "empty_records": corpus_stats.empty_records,
-                "documents": corpus_stats.documents,
-                "validation_documents": eval_docs,
-                "sentences": totals.sentences,
-                "tokens": totals.tokens,
-                "tokens_in_examples": totals.tokens_in_examples,
-                "tokens_lost": totals.tokens_lost,
-                "examples": {s: writers[s].num_examples for s in SPLITS},
-                "single_segment_examples": totals.single_segment_examples,
-                "input_ids_with_special_tokens": sum(w.num_tokens for w in writers.values()),
-                "shards": {s: len(writers[s].shards) for s in SPLITS},
-            },
-            "tokens_per_second": totals.tokens / elapsed if elapsed > 0 else 0.0,
-            "elapsed_seconds": elapsed,
-            "setup_seconds": setup_seconds,
-        }
+        info = _build_info(
+            settings,
+            tokenizer=tokenizer,
+            id_dtype=id_dtype,
+            examples_dir=examples_dir,
+            writers=writers,
+            corpus_stats=corpus_stats,
+            router=router,
+            elapsed=elapsed,
+            setup_seconds=setup_seconds,
+        )
         info["warnings"] = corpus_warnings(info["counts"], settings)
         for warning in info["warnings"]:
             logger.warning("%s", warning)

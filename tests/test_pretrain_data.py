@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from bioelectra.build_worker import _ASCII_PRETOKEN, WordPieceEncoder
 from bioelectra.cli.common import app
 from bioelectra.corpus import (
     CorpusError,
@@ -26,9 +27,7 @@ from bioelectra.corpus import (
     reader_for,
 )
 from bioelectra.data import (
-    _ASCII_PRETOKEN,
     BuildDataSettings,
-    WordPieceEncoder,
     build_pretraining_data,
     load_build_info,
     load_examples,
@@ -209,9 +208,9 @@ def test_jsonl_reader_string_list_and_errors(tmp_path):
 @pytest.mark.parametrize("do_lower_case", [False, True])
 @pytest.mark.parametrize("cache_size", [200_000, 7])
 def test_wordpiece_encoder_matches_fast_tokenizer(do_lower_case, cache_size, monkeypatch):
-    import bioelectra.data
+    import bioelectra.build_worker
 
-    monkeypatch.setattr(bioelectra.data, "WORD_CACHE_SIZE", cache_size)  # 7: caches cleared all the time
+    monkeypatch.setattr(bioelectra.build_worker, "WORD_CACHE_SIZE", cache_size)  # 7: caches cleared all the time
     tokenizer = make_tokenizer(bio_electra_vocab_file(), do_lower_case=do_lower_case)
     rng = random.Random(0)
     ascii_alphabet = "abcXYZ019 -/().,;:%'\"[]{}<>=+*&^$#@!?~`|\\_"
