@@ -345,7 +345,7 @@ def test_each_rank_gets_its_own_random_stream():
     process keeps the Trainer's stream untouched."""
     from transformers import TrainerControl, TrainerState
 
-    from bioelectra.pretraining.trainer import RankSeedCallback
+    from bioelectra.pretraining.callbacks import RankSeedCallback
 
     def draws(world_size: int, rank: int) -> torch.Tensor:
         torch.manual_seed(42)  # what Trainer.__init__ does on every rank
@@ -373,7 +373,7 @@ def test_the_deadline_is_process_zeros_on_every_rank(monkeypatch, own_clock_expi
     import torch.distributed as dist
     from transformers import TrainerControl, TrainerState
 
-    from bioelectra.pretraining.trainer import DeadlineCallback
+    from bioelectra.pretraining.callbacks import DeadlineCallback
 
     broadcasts = []
 

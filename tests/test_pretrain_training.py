@@ -337,10 +337,10 @@ def test_schedule_fitted_to_the_time_ends_decayed_and_saved(data_dir, tmp_path, 
     end to the steps the rest of the budget holds, and stops there, far below max_steps, with its learning
     rate decayed, a checkpoint and the final evaluation; the checkpoint records the fitted length, so the
     same call again finds the run finished."""
-    from bioelectra.pretraining import trainer as trainer_module
+    from bioelectra.pretraining import callbacks as callbacks_module
 
     clock = {"now": 0.0}
-    monkeypatch.setattr(trainer_module, "time", SimpleNamespace(monotonic=lambda: clock["now"], perf_counter=time.perf_counter))
+    monkeypatch.setattr(callbacks_module, "time", SimpleNamespace(monotonic=lambda: clock["now"], perf_counter=time.perf_counter))
     out = tmp_path / "out"
     hp = tiny_hparams(max_steps=1000, save_steps=1000, warmup_steps=10, max_train_seconds=60.0, fit_schedule_to_time=True)
     summary = run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp, callbacks=[_Tick(clock, 0.5)])
@@ -372,13 +372,13 @@ def test_a_time_fitted_run_stopped_near_its_fitted_end_is_recorded_finished(tmp_
     """A run that stops within 1% of its fitted length (the deadline a step early, or the Trainer at the fitted
     max_steps while the next fit would have gone a step further) records the step reached as its length, so a
     re-run finds it finished; one stopped well before it (a kill, an early deadline) keeps the fitted length."""
-    from bioelectra.pretraining import trainer as trainer_module
+    from bioelectra.pretraining import callbacks as callbacks_module
 
     clock = {"now": 0.0}
-    monkeypatch.setattr(trainer_module, "time", SimpleNamespace(monotonic=lambda: clock["now"], perf_counter=time.perf_counter))
+    monkeypatch.setattr(callbacks_module, "time", SimpleNamespace(monotonic=lambda: clock["now"], perf_counter=time.perf_counter))
 
     def run_until(stop_at: int) -> SimpleNamespace:
-        callback = trainer_module.TimeFittedScheduleCallback(1000.0, skip_steps=1)
+        callback = callbacks_module.TimeFittedScheduleCallback(1000.0, skip_steps=1)
         args = SimpleNamespace(max_steps=10**6, world_size=1, output_dir=str(tmp_path), learning_rate=1e-3, eval_strategy="no")
         state = SimpleNamespace(global_step=0, max_steps=10**6, is_world_process_zero=True, eval_steps=0)
         control = SimpleNamespace(should_training_stop=False, should_save=False, should_evaluate=False)
@@ -402,13 +402,13 @@ def test_one_slow_step_after_the_skipped_ones_does_not_end_the_warmup(tmp_path, 
     step 21, and the warmup ends there; fitted over 20 steps, the warmup stays a quarter of
     the run as the speed recovers."""
     from bioelectra.optimization import ElectraAdamW, electra_lr_scheduler, fit_warmup
-    from bioelectra.pretraining import trainer as trainer_module
+    from bioelectra.pretraining import callbacks as callbacks_module
 
     clock = {"now": 0.0}
-    monkeypatch.setattr(trainer_module, "time", SimpleNamespace(monotonic=lambda: clock["now"], perf_counter=time.perf_counter))
+    monkeypatch.setattr(callbacks_module, "time", SimpleNamespace(monotonic=lambda: clock["now"], perf_counter=time.perf_counter))
 
     def run(min_window_steps: int, steps: int = 2000):
-        callback = trainer_module.TimeFittedScheduleCallback(420.0, skip_steps=20, min_window_steps=min_window_steps)
+        callback = callbacks_module.TimeFittedScheduleCallback(420.0, skip_steps=20, min_window_steps=min_window_steps)
         scheduler = electra_lr_scheduler(ElectraAdamW([torch.nn.Parameter(torch.zeros(1))], lr=1.0), warmup_steps=5000, num_train_steps=25_000)
         args = SimpleNamespace(max_steps=25_000, world_size=1, output_dir=str(tmp_path), learning_rate=5e-4, eval_strategy="no")
         state = SimpleNamespace(global_step=0, max_steps=25_000, is_world_process_zero=True, eval_steps=0)
@@ -692,7 +692,7 @@ def test_progress_bar_follows_a_fitted_length_without_drawing_more_often():
 
     from tqdm.auto import tqdm
 
-    from bioelectra.pretraining.trainer import StepProgressCallback
+    from bioelectra.pretraining.callbacks import StepProgressCallback
 
     callback, out = StepProgressCallback(), io.StringIO()
     callback.training_bar = tqdm(total=100, file=out, mininterval=3600.0)

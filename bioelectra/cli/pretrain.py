@@ -83,7 +83,7 @@ def pretrain_train(
     logging.getLogger("transformers.trainer").setLevel(logging.INFO)
     import json
 
-    from bioelectra.pretraining.trainer import close_process_group
+    from bioelectra.pretraining.callbacks import close_process_group
     from bioelectra.training import parse_hparams_arg, run_pretraining
 
     out = output_dir or data_dir / "models" / model_name

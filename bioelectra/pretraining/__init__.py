@@ -19,6 +19,15 @@ tokenizer files, optimizer / scheduler / RNG state), ``hparams.json`` (resolved)
 """
 
 from bioelectra.diagnostics import ATTENTION_PROBE_EXAMPLES  # noqa: F401
+from bioelectra.pretraining.callbacks import (  # noqa: F401
+    LOG_HISTORY_FILE,
+    DeadlineCallback,
+    LogMetricsCallback,
+    SaveAtEndCallback,
+    StepProgressCallback,
+    TimeFittedScheduleCallback,
+    read_log_history,
+)
 from bioelectra.pretraining.checkpoints import (  # noqa: F401
     CHECKPOINT_FILES,
     CHECKPOINT_RE,
@@ -68,16 +77,9 @@ from bioelectra.pretraining.settings import (  # noqa: F401
     resolve_hparams,
 )
 from bioelectra.pretraining.trainer import (  # noqa: F401
-    LOG_HISTORY_FILE,
-    DeadlineCallback,
     ElectraPretrainer,
-    LogMetricsCallback,
-    SaveAtEndCallback,
-    StepProgressCallback,
-    TimeFittedScheduleCallback,
     _use_bf16,
     make_optimizer,
-    read_log_history,
     training_arguments,
 )
 

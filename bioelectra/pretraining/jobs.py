@@ -18,6 +18,15 @@ from bioelectra.hparams import (
     RENAMED,
 )
 from bioelectra.modeling import ElectraPretrainingModel
+from bioelectra.pretraining.callbacks import (
+    LOG_HISTORY_FILE,
+    DeadlineCallback,
+    LogMetricsCallback,
+    RankSeedCallback,
+    SaveAtEndCallback,
+    StepProgressCallback,
+    TimeFittedScheduleCallback,
+)
 from bioelectra.pretraining.checkpoints import (
     CHECKPOINT_RE,
     _checkpoint_step,
@@ -38,18 +47,7 @@ from bioelectra.pretraining.settings import (
     sharded_training_request,
     world_size,
 )
-from bioelectra.pretraining.trainer import (
-    LOG_HISTORY_FILE,
-    DeadlineCallback,
-    ElectraPretrainer,
-    LogMetricsCallback,
-    RankSeedCallback,
-    SaveAtEndCallback,
-    StepProgressCallback,
-    TimeFittedScheduleCallback,
-    _use_bf16,
-    training_arguments,
-)
+from bioelectra.pretraining.trainer import ElectraPretrainer, _use_bf16, training_arguments
 from bioelectra.reporting import tensorboard_dir
 
 logger = logging.getLogger(__name__)
@@ -238,6 +236,88 @@ def _check_train_step(hp: PretrainingHparams) -> None:
         hp.pad_to_multiple_of = hp.max_seq_length
 
 
+def _hparams_record(
+    hp: PretrainingHparams,
+    *,
+    model_size: str,
+    data_dir: str | os.PathLike,
+    init_from: str | os.PathLike | None,
+    resume: str | None,
+    hp_file: Path,
+) -> dict[str, Any]:
+    """The ``hparams.json`` record of a run; on a resume, logs how it differs from the one already written
+    (a changed split of the same global batch over processes is reported as such, not as a change)."""
+    record = {"model_size": model_size, "data_dir": str(Path(data_dir).resolve()), **hp.to_dict()}
+    ignored = getattr(hp, "ignored", {})
+    if ignored:
+        logger.info("original hparams with no meaning here (TensorFlow / TPU / file locations), ignored: %s", ", ".join(sorted(ignored)))
+        record["ignored_original_hparams"] = ignored
+    if init_from is not None:
+        record["init_from"] = str(Path(init_from).resolve())
+    record["world_size"] = world_size()  # the global batch's split: per-device x accumulation x processes
+    if resume and hp_file.is_file():
+        previous = json.loads(hp_file.read_text())
+        split_keys = {"world_size", "per_device_train_batch_size", "gradient_accumulation_steps"}
+        if previous.get("world_size", 1) != record["world_size"] and previous.get("train_batch_size") == record["train_batch_size"]:
+            logger.info(
+                "resuming %s on %d process(es) instead of %d: the same global batch %d, now %d per device x %d "
+                "accumulation step(s)", resume, record["world_size"], previous.get("world_size", 1),
+                record["train_batch_size"], hp.per_device_train_batch_size, hp.gradient_accumulation_steps,
+            )  # fmt: skip
+        else:
+            split_keys = set()
+        changed = sorted(
+            k for k in set(previous) | set(record) if previous.get(k) != record.get(k) and k not in split_keys
+        )
+        if changed:
+            logger.warning("resuming %s with changed hparams: %s", resume, changed)
+    return record
+
+
+def _initial_model(
+    model_size: str,
+    hp: PretrainingHparams,
+    data: PretrainingData,
+    *,
+    init_from: str | os.PathLike | None,
+    resume: str | None,
+    output_dir: Path,
+) -> ElectraPretrainingModel:
+    """The model a run starts from: built from the hparams, or ``--init-from`` (a discriminator alone, or a
+    whole pre-training checkpoint), or, when ``output_dir`` holds checkpoints, the architecture of the one
+    resumed (weights are then restored by the Trainer)."""
+    alone = discriminator_alone(init_from) if init_from is not None and resume is None else None
+    if alone is not None:  # a shipped model, or an export whose generator was not kept
+        model = build_model(
+            model_size, hp, vocab_size=len(data.tokenizer), pad_token_id=data.tokenizer.pad_token_id
+        )
+        load_discriminator_into(model, alone)  # another shape (the vocabulary's size included): ValueError
+        logger.info(
+            "--init-from %s: a discriminator alone; the generator's own layers start from their initialisation",
+            init_from,
+        )
+        _check_init_from_vocab(Path(init_from), data.tokenizer)
+    elif init_from is not None and resume is None:
+        model = load_pretraining_model(init_from, **_objective_kwargs(hp))
+        model.config._attn_implementation = hp.attn_implementation
+        if model.config.discriminator_config.vocab_size != len(data.tokenizer):
+            raise ValueError(
+                f"--init-from {init_from}: vocabulary of {model.config.discriminator_config.vocab_size} "
+                f"entries, the data's tokenizer has {len(data.tokenizer)}"
+            )
+        _check_init_from_vocab(Path(init_from), data.tokenizer)
+    elif init_from is not None:
+        logger.warning("%s holds checkpoints: resuming from %s, --init-from ignored", output_dir, resume)
+        # the architecture came from --init-from, not from the hparams: take it from the checkpoint
+        model = load_pretraining_model(resume, **_objective_kwargs(hp))
+        model.config._attn_implementation = hp.attn_implementation
+    else:
+        model = build_model(
+            model_size, hp, vocab_size=len(data.tokenizer), pad_token_id=data.tokenizer.pad_token_id
+        )
+    return model
+
+
 def prepare_pretraining(
     *,
     data_dir: str | os.PathLike,
@@ -280,61 +360,12 @@ def prepare_pretraining(
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     resume = _last_checkpoint(output_dir)
-    record = {"model_size": model_size, "data_dir": str(Path(data_dir).resolve()), **hp.to_dict()}
-    ignored = getattr(hp, "ignored", {})
-    if ignored:
-        logger.info("original hparams with no meaning here (TensorFlow / TPU / file locations), ignored: %s", ", ".join(sorted(ignored)))
-        record["ignored_original_hparams"] = ignored
-    if init_from is not None:
-        record["init_from"] = str(Path(init_from).resolve())
-    record["world_size"] = world_size()  # the global batch's split: per-device x accumulation x processes
     hp_file = output_dir / HPARAMS_FILE
-    if resume and hp_file.is_file():
-        previous = json.loads(hp_file.read_text())
-        split_keys = {"world_size", "per_device_train_batch_size", "gradient_accumulation_steps"}
-        if previous.get("world_size", 1) != record["world_size"] and previous.get("train_batch_size") == record["train_batch_size"]:
-            logger.info(
-                "resuming %s on %d process(es) instead of %d: the same global batch %d, now %d per device x %d "
-                "accumulation step(s)", resume, record["world_size"], previous.get("world_size", 1),
-                record["train_batch_size"], hp.per_device_train_batch_size, hp.gradient_accumulation_steps,
-            )  # fmt: skip
-        else:
-            split_keys = set()
-        changed = sorted(
-            k for k in set(previous) | set(record) if previous.get(k) != record.get(k) and k not in split_keys
-        )
-        if changed:
-            logger.warning("resuming %s with changed hparams: %s", resume, changed)
+    record = _hparams_record(
+        hp, model_size=model_size, data_dir=data_dir, init_from=init_from, resume=resume, hp_file=hp_file
+    )
     set_seed(hp.seed)  # before building the model
-    alone = discriminator_alone(init_from) if init_from is not None and resume is None else None
-    if alone is not None:  # a shipped model, or an export whose generator was not kept
-        model = build_model(
-            model_size, hp, vocab_size=len(data.tokenizer), pad_token_id=data.tokenizer.pad_token_id
-        )
-        load_discriminator_into(model, alone)  # another shape (the vocabulary's size included): ValueError
-        logger.info(
-            "--init-from %s: a discriminator alone; the generator's own layers start from their initialisation",
-            init_from,
-        )
-        _check_init_from_vocab(Path(init_from), data.tokenizer)
-    elif init_from is not None and resume is None:
-        model = load_pretraining_model(init_from, **_objective_kwargs(hp))
-        model.config._attn_implementation = hp.attn_implementation
-        if model.config.discriminator_config.vocab_size != len(data.tokenizer):
-            raise ValueError(
-                f"--init-from {init_from}: vocabulary of {model.config.discriminator_config.vocab_size} "
-                f"entries, the data's tokenizer has {len(data.tokenizer)}"
-            )
-        _check_init_from_vocab(Path(init_from), data.tokenizer)
-    elif init_from is not None:
-        logger.warning("%s holds checkpoints: resuming from %s, --init-from ignored", output_dir, resume)
-        # the architecture came from --init-from, not from the hparams: take it from the checkpoint
-        model = load_pretraining_model(resume, **_objective_kwargs(hp))
-        model.config._attn_implementation = hp.attn_implementation
-    else:
-        model = build_model(
-            model_size, hp, vocab_size=len(data.tokenizer), pad_token_id=data.tokenizer.pad_token_id
-        )
+    model = _initial_model(model_size, hp, data, init_from=init_from, resume=resume, output_dir=output_dir)
     eval_dataset = data.validation
     if len(eval_dataset) == 0:
         logger.warning("%s: empty validation split; no pre-training metrics will be computed", data_dir)

@@ -116,7 +116,7 @@ class PretrainingHparams:
             budget holds, refitted as the run goes; ``max_steps`` becomes an upper bound, and a warmup
             longer than a quarter of the fitted run is shortened to that quarter (the peak kept).
             Needs ``max_train_seconds``. Not in the original
-            (:class:`bioelectra.pretraining.trainer.TimeFittedScheduleCallback`).
+            (:class:`bioelectra.pretraining.callbacks.TimeFittedScheduleCallback`).
     """
 
     mask_prob: float | None = None
