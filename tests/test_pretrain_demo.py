@@ -10,12 +10,11 @@ from typer.testing import CliRunner
 
 from bioelectra.cli import app
 from bioelectra.pretraining.demo import (
-    DemoModel,
     detect_replaced_tokens,
-    load_demo_model,
     replace_and_detect,
     replaced_token_demo,
 )
+from bioelectra.pretraining.demo_model import DemoModel, load_demo_model
 from bioelectra.pretraining.plots import (
     PLOT_FILES,
     plot_after_training,
