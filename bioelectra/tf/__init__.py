@@ -15,7 +15,8 @@ Three layers, each usable alone:
    output is written under a temporary name and renamed, so no partial conversion is ever left behind.
 
 This is a library: it raises (``TFCheckpointError``, a ``ValueError``; ``FileNotFoundError``) and never
-prints or exits. Modules: ``crc32c``, ``bundle`` (the reader), ``mapping`` (names), ``plan`` (sizes), ``convert``.
+prints or exits. Modules: ``crc32c``, ``bundle`` (the reader), ``mapping`` (names), ``plan`` (sizes), ``convert``,
+``write`` (the output folders).
 """
 
 from bioelectra.tf.bundle import TensorEntry, TFCheckpointReader, find_checkpoint, is_tf_checkpoint_dir

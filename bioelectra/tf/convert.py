@@ -6,11 +6,8 @@ left unfilled."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -20,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from bioelectra.hparams import ORIGINAL_PRETRAINING_HPARAMS, load_json_object
-from bioelectra.textio import replace_dir
 from bioelectra.tf.bundle import _STEP_RE, TFCheckpointReader, find_checkpoint
 from bioelectra.tf.errors import TFCheckpointError
 from bioelectra.tf.mapping import (
@@ -29,6 +25,7 @@ from bioelectra.tf.mapping import (
     Source,
 )
 from bioelectra.tf.plan import CONFIG_KEYS, _infer_lower_case, _plan
+from bioelectra.tf.write import _write_outputs
 
 logger = logging.getLogger(__name__)
 
@@ -187,31 +184,184 @@ def check_variables(
     return slots, books
 
 
-def _write_model(directory: Path, config, state: dict, tokenizer, *, architecture: str) -> None:
-    from safetensors.torch import save_file
+def _load_settings(
+    home: Path, config: str | os.PathLike | Mapping | None, hparams: str | os.PathLike | Mapping | None
+) -> tuple[dict, str, dict, str]:
+    """``(config, its source, hparams, their source)``: the given ones, else ``home``'s ``config.json`` /
+    ``hparams.json`` when present; an unknown key in either is a :class:`TFCheckpointError`."""
+    if config is None and (home / "config.json").is_file():
+        config = home / "config.json"
+    if hparams is None and (home / "hparams.json").is_file():
+        hparams = home / "hparams.json"
+    config_d, config_src = load_json_object(config, what="config")
+    hparams_d, hparams_src = load_json_object(hparams, what="hparams")
+    bad = sorted(set(config_d) - CONFIG_KEYS)
+    if bad:
+        raise TFCheckpointError(
+            f"{config_src}: unknown config key(s) {bad}; expected some of {sorted(CONFIG_KEYS)}"
+        )
+    bad = sorted(set(hparams_d) - ORIGINAL_HPARAMS)
+    if bad:
+        raise TFCheckpointError(
+            f"{hparams_src}: unknown hparam(s) {bad} (not in the original configure_pretraining.py)"
+        )
+    return config_d, config_src, hparams_d, hparams_src
 
-    directory.mkdir(parents=True)
-    config.architectures = [architecture]
-    config.save_pretrained(directory)
-    save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
-    tokenizer.save_pretrained(directory)
+
+def _load_tokenizer(
+    home: Path,
+    vocab_file: str | os.PathLike | None,
+    do_lower_case: bool | None,
+    *,
+    config_d: dict,
+    config_src: str,
+    hparams_d: dict,
+    hparams_src: str,
+):
+    """``(tokenizer, vocab path, do_lower_case, where it came from)``: the vocabulary is ``vocab_file``, else
+    ``home/vocab.txt``; the casing the flag > hparams > config > inferred from ``vocab.txt``."""
+    from bioelectra.presets import load_wordpiece_tokenizer
+
+    vocab_path = Path(vocab_file) if vocab_file is not None else home / "vocab.txt"
+    if not vocab_path.is_file():
+        raise FileNotFoundError(f"vocabulary not found: {vocab_path} (pass vocab_file)")
+    vocab = vocab_path.read_text(encoding="utf-8").splitlines()
+    if do_lower_case is not None:
+        lower, lower_src = do_lower_case, "flag"
+    elif "do_lower_case" in hparams_d:
+        lower, lower_src = bool(hparams_d["do_lower_case"]), hparams_src
+    elif "do_lower_case" in config_d:
+        lower, lower_src = bool(config_d["do_lower_case"]), config_src
+    else:
+        lower, lower_src = _infer_lower_case(vocab), f"inferred from {vocab_path.name}"
+    return load_wordpiece_tokenizer(vocab_path, do_lower_case=lower), vocab_path, lower, lower_src
 
 
-def _write_pretraining_model(tmp: Path, tokenizer, *, untied: bool) -> None:
-    """``tmp/pretraining/``: the joint ``ElectraPretrainingModel`` built from the converted pair.
+def _read_tensors(
+    reader: TFCheckpointReader, needed: list[str], *, where: str
+) -> tuple[dict[str, np.ndarray], dict[str, int], int]:
+    """``(tensors by name, variables per dtype, bytes read)`` of the ``needed`` variables; a missing one is a
+    :class:`TFCheckpointError`."""
+    missing = [name for name in needed if name not in reader]
+    if missing:
+        raise TFCheckpointError(f"{where}: variables expected by the model are missing: {', '.join(missing)}")
+    tensors: dict[str, np.ndarray] = {}
+    dtypes: dict[str, int] = {}
+    bytes_read = 0
+    for name in needed:
+        tensors[name] = reader.read(name)
+        entry = reader.entries[name]
+        dtypes[entry.dtype] = dtypes.get(entry.dtype, 0) + 1
+        bytes_read += entry.size
+    return tensors, dtypes, bytes_read
 
-    Pre-training continues from it (``pretrain train --init-from``) with the original's sharing: the
-    generator reads the discriminator's embeddings unless the checkpoint had untied generator embeddings.
-    """
+
+def _checkpoint_step(reader: TFCheckpointReader, prefix: Path) -> int | None:
+    """The checkpoint's ``global_step`` variable, else the ``N`` of ``model.ckpt-N``, else None."""
+    step = None
+    if "global_step" in reader:
+        step = int(np.asarray(reader.read("global_step")).reshape(-1)[0])
+    elif (m := _STEP_RE.search(prefix.name)) is not None:
+        step = int(m.group(1))
+    return step
+
+
+def _report_sizes(report: ConversionReport, plan) -> None:
+    """The sizes of each converted model's config into ``report.discriminator`` / ``report.generator``."""
+    for part, cfg in (("discriminator", plan.disc_config), ("generator", plan.gen_config)):
+        if cfg is not None:
+            setattr(
+                report,
+                part,
+                {
+                    k: getattr(cfg, k)
+                    for k in (
+                        "vocab_size",
+                        "embedding_size",
+                        "hidden_size",
+                        "num_hidden_layers",
+                        "num_attention_heads",
+                        "intermediate_size",
+                        "max_position_embeddings",
+                        "type_vocab_size",
+                    )
+                },
+            )
+
+
+def _convert_and_write(
+    reader: TFCheckpointReader,
+    plan,
+    *,
+    prefix: Path,
+    export: str,
+    tokenizer,
+    vocab_path: Path,
+    do_lower_case: tuple[bool, str],
+    output_dir: Path,
+    started: float,
+) -> ConversionReport:
+    """The second half of :func:`convert_tf_checkpoint`, once the sizes are planned: check every variable,
+    build the state dicts of the models ``export`` asks for, and write them with their report."""
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
-    from bioelectra.modeling import ElectraPretrainingModel
+    where = str(reader.index_path)
+    lower, lower_src = do_lower_case
+    if export in ("generator", "both") and plan.gen_map is None:
+        raise TFCheckpointError(
+            f"{where}: export {export!r} asks for a generator, but the checkpoint has none"
+        )
+    mappings = [plan.disc_map] + ([plan.gen_map] if plan.gen_map is not None else [])
+    slots, books = check_variables(reader.variable_names(), mappings, where=where)
 
-    discriminator = ElectraForPreTraining.from_pretrained(tmp / "discriminator")
-    generator = ElectraForMaskedLM.from_pretrained(tmp / "generator")
-    joint = ElectraPretrainingModel.from_pair(discriminator, generator, untied_generator_embeddings=untied)
-    joint.save_pretrained(tmp / "pretraining")
-    tokenizer.save_pretrained(tmp / "pretraining")
+    wanted = (
+        []
+        if export == "generator"
+        else [("discriminator", plan.disc_config, plan.disc_map, ElectraForPreTraining)]
+    )
+    if export in ("generator", "both"):
+        wanted.append(("generator", plan.gen_config, plan.gen_map, ElectraForMaskedLM))
+    needed = sorted({src.name for _, _, m, _ in wanted for src in m.values()})
+    tensors, dtypes, bytes_read = _read_tensors(reader, needed, where=where)
+    states = {}
+    for part, cfg, mapping, cls in wanted:
+        states[part] = build_state_dict(tensors, mapping, _expected_parameters(cls, cfg), where=where)
+    used = set(needed)
+    unused = sorted({src.name for m in mappings for src in m.values()} - used)
+
+    step = _checkpoint_step(reader, prefix)
+
+    report = ConversionReport(
+        checkpoint=str(prefix),
+        step=step,
+        export=export,
+        mapped={part: len({src.name for src in mapping.values()}) for part, _, mapping, _ in wanted},
+        ignored_optimizer_slots=len(slots),
+        ignored_bookkeeping=books,
+        unused_model_variables=unused,
+        dtypes=dtypes,
+        do_lower_case=lower,
+        do_lower_case_source=lower_src,
+        bytes_read=bytes_read,
+    )
+    _report_sizes(report, plan)
+    if len(tokenizer) < plan.disc_config.vocab_size:
+        report.vocab_note = (
+            f"{vocab_path.name} has {len(tokenizer)} entries, the embeddings "
+            f"{plan.disc_config.vocab_size} rows (the extra rows are never produced by the tokenizer)"
+        )
+
+    _write_outputs(
+        output_dir,
+        export=export,
+        wanted=wanted,
+        states=states,
+        tokenizer=tokenizer,
+        untied="generator/embeddings/word_embeddings" in reader,
+        report=report,
+        started=started,
+    )
+    return report
 
 
 def convert_tf_checkpoint(
@@ -258,10 +408,6 @@ def convert_tf_checkpoint(
         TFCheckpointError: unknown variables, unfilled parameters, shape or size mismatches, crc32c
             mismatch, unsupported dtype, bad ``export``, existing output.
     """
-    from transformers import ElectraForMaskedLM, ElectraForPreTraining
-
-    from bioelectra.presets import load_wordpiece_tokenizer
-
     started = time.perf_counter()
     if export not in EXPORTS:
         raise TFCheckpointError(f"export {export!r}: expected one of {', '.join(EXPORTS)}")
@@ -274,38 +420,18 @@ def convert_tf_checkpoint(
     prefix = find_checkpoint(tf_dir)
     home = tf_dir if tf_dir.is_dir() else prefix.parent
     reader = TFCheckpointReader(prefix)
-    where = str(reader.index_path)
 
-    if config is None and (home / "config.json").is_file():
-        config = home / "config.json"
-    if hparams is None and (home / "hparams.json").is_file():
-        hparams = home / "hparams.json"
-    config_d, config_src = load_json_object(config, what="config")
-    hparams_d, hparams_src = load_json_object(hparams, what="hparams")
-    bad = sorted(set(config_d) - CONFIG_KEYS)
-    if bad:
-        raise TFCheckpointError(
-            f"{config_src}: unknown config key(s) {bad}; expected some of {sorted(CONFIG_KEYS)}"
-        )
-    bad = sorted(set(hparams_d) - ORIGINAL_HPARAMS)
-    if bad:
-        raise TFCheckpointError(
-            f"{hparams_src}: unknown hparam(s) {bad} (not in the original configure_pretraining.py)"
-        )
+    config_d, config_src, hparams_d, hparams_src = _load_settings(home, config, hparams)
 
-    vocab_path = Path(vocab_file) if vocab_file is not None else home / "vocab.txt"
-    if not vocab_path.is_file():
-        raise FileNotFoundError(f"vocabulary not found: {vocab_path} (pass vocab_file)")
-    vocab = vocab_path.read_text(encoding="utf-8").splitlines()
-    if do_lower_case is not None:
-        lower, lower_src = do_lower_case, "flag"
-    elif "do_lower_case" in hparams_d:
-        lower, lower_src = bool(hparams_d["do_lower_case"]), hparams_src
-    elif "do_lower_case" in config_d:
-        lower, lower_src = bool(config_d["do_lower_case"]), config_src
-    else:
-        lower, lower_src = _infer_lower_case(vocab), f"inferred from {vocab_path.name}"
-    tokenizer = load_wordpiece_tokenizer(vocab_path, do_lower_case=lower)
+    tokenizer, vocab_path, lower, lower_src = _load_tokenizer(
+        home,
+        vocab_file,
+        do_lower_case,
+        config_d=config_d,
+        config_src=config_src,
+        hparams_d=hparams_d,
+        hparams_src=hparams_src,
+    )
 
     plan = _plan(
         reader,
@@ -318,103 +444,16 @@ def convert_tf_checkpoint(
         vocab_size_tokenizer=len(tokenizer),
         pad_token_id=tokenizer.pad_token_id,
     )
-    if export in ("generator", "both") and plan.gen_map is None:
-        raise TFCheckpointError(
-            f"{where}: export {export!r} asks for a generator, but the checkpoint has none"
-        )
-    mappings = [plan.disc_map] + ([plan.gen_map] if plan.gen_map is not None else [])
-    slots, books = check_variables(reader.variable_names(), mappings, where=where)
-
-    wanted = (
-        []
-        if export == "generator"
-        else [("discriminator", plan.disc_config, plan.disc_map, ElectraForPreTraining)]
-    )
-    if export in ("generator", "both"):
-        wanted.append(("generator", plan.gen_config, plan.gen_map, ElectraForMaskedLM))
-    needed = sorted({src.name for _, _, m, _ in wanted for src in m.values()})
-    missing = [name for name in needed if name not in reader]
-    if missing:
-        raise TFCheckpointError(f"{where}: variables expected by the model are missing: {', '.join(missing)}")
-    tensors: dict[str, np.ndarray] = {}
-    dtypes: dict[str, int] = {}
-    bytes_read = 0
-    for name in needed:
-        tensors[name] = reader.read(name)
-        entry = reader.entries[name]
-        dtypes[entry.dtype] = dtypes.get(entry.dtype, 0) + 1
-        bytes_read += entry.size
-    states = {}
-    for part, cfg, mapping, cls in wanted:
-        states[part] = build_state_dict(tensors, mapping, _expected_parameters(cls, cfg), where=where)
-    used = set(needed)
-    unused = sorted({src.name for m in mappings for src in m.values()} - used)
-
-    step = None
-    if "global_step" in reader:
-        step = int(np.asarray(reader.read("global_step")).reshape(-1)[0])
-    elif (m := _STEP_RE.search(prefix.name)) is not None:
-        step = int(m.group(1))
-
-    report = ConversionReport(
-        checkpoint=str(prefix),
-        step=step,
+    report = _convert_and_write(
+        reader,
+        plan,
+        prefix=prefix,
         export=export,
-        mapped={part: len({src.name for src in mapping.values()}) for part, _, mapping, _ in wanted},
-        ignored_optimizer_slots=len(slots),
-        ignored_bookkeeping=books,
-        unused_model_variables=unused,
-        dtypes=dtypes,
-        do_lower_case=lower,
-        do_lower_case_source=lower_src,
-        bytes_read=bytes_read,
+        tokenizer=tokenizer,
+        vocab_path=vocab_path,
+        do_lower_case=(lower, lower_src),
+        output_dir=output_dir,
+        started=started,
     )
-    for part, cfg in (("discriminator", plan.disc_config), ("generator", plan.gen_config)):
-        if cfg is not None:
-            setattr(
-                report,
-                part,
-                {
-                    k: getattr(cfg, k)
-                    for k in (
-                        "vocab_size",
-                        "embedding_size",
-                        "hidden_size",
-                        "num_hidden_layers",
-                        "num_attention_heads",
-                        "intermediate_size",
-                        "max_position_embeddings",
-                        "type_vocab_size",
-                    )
-                },
-            )
-    if len(tokenizer) < plan.disc_config.vocab_size:
-        report.vocab_note = (
-            f"{vocab_path.name} has {len(tokenizer)} entries, the embeddings "
-            f"{plan.disc_config.vocab_size} rows (the extra rows are never produced by the tokenizer)"
-        )
-
-    output_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.tmp-", dir=output_dir.parent))
-    try:
-        arch = {"discriminator": "ElectraForPreTraining", "generator": "ElectraForMaskedLM"}
-        for part, cfg, _, _ in wanted:
-            target = tmp / part if export == "both" else tmp
-            if export == "both":
-                report.outputs[part] = str(output_dir / part)
-            else:
-                report.outputs[part] = str(output_dir)
-            if export != "both":
-                target.rmdir()  # recreated by _write_model
-            _write_model(target, cfg, states[part], tokenizer, architecture=arch[part])
-        if export == "both":
-            _write_pretraining_model(tmp, tokenizer, untied="generator/embeddings/word_embeddings" in reader)
-            report.outputs["pretraining"] = str(output_dir / "pretraining")
-        report.seconds = round(time.perf_counter() - started, 3)
-        (tmp / "conversion_report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
-        replace_dir(tmp, output_dir)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    logger.info("converted %s (step %s) to %s in %.1f s", prefix, step, output_dir, report.seconds)
+    logger.info("converted %s (step %s) to %s in %.1f s", prefix, report.step, output_dir, report.seconds)
     return report

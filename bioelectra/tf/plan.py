@@ -73,50 +73,17 @@ class _Plan:
     gen_map: dict[str, Source] | None
 
 
-def _plan(
-    reader: TFCheckpointReader,
+def _check_model_size(
+    model_size: str | None,
+    hidden: int,
     *,
     config: dict,
     config_src: str,
     hparams: dict,
     hparams_src: str,
-    model_size: str | None,
-    num_attention_heads: int | None,
-    vocab_size_tokenizer: int,
-    pad_token_id: int,
-) -> _Plan:
-    """Sizes from the tensors, checked against ``config.json`` / ``--hparams``; both name mappings."""
-    from transformers import ElectraConfig
-
-    where = str(reader.index_path)
-    names = reader.variable_names()
-    overrides = dict(hparams.get("model_hparam_overrides") or {})
-
-    vocab, emb = _shape(reader, "electra/embeddings/word_embeddings")
-    max_pos, _ = _shape(reader, "electra/embeddings/position_embeddings")
-    type_vocab, _ = _shape(reader, "electra/embeddings/token_type_embeddings")
-    layers = _layers(names, "electra", where)
-    if layers == 0:
-        raise TFCheckpointError(f"{where}: no electra/encoder/layer_N variables; not an ELECTRA checkpoint?")
-    hidden = _shape(reader, "electra/encoder/layer_0/attention/self/query/kernel")[1]
-    ffn = _shape(reader, "electra/encoder/layer_0/intermediate/dense/kernel")[1]
-    sizes = {
-        "vocab_size": vocab,
-        "embedding_size": emb,
-        "hidden_size": hidden,
-        "num_hidden_layers": layers,
-        "intermediate_size": ffn,
-        "max_position_embeddings": max_pos,
-        "type_vocab_size": type_vocab,
-    }
-
-    # given sizes must agree with the tensors
-    for source, values in ((config_src, config), (hparams_src, {**hparams, **overrides})):
-        for key in _SHAPE_KEYS:
-            if values.get(key) is not None and int(values[key]) != sizes[key]:
-                raise TFCheckpointError(
-                    f"{source}: {key} = {values[key]}, but the checkpoint's tensors say {sizes[key]}"
-                )
+    overrides: dict,
+) -> None:
+    """A model size (``--model-size`` > ``config.json`` > ``--hparams``) must agree with the tensors' hidden size."""
     # a model size must agree with the hidden size (the original sizes, or the hparams' own overrides)
     if model_size is not None:
         size_name, size_src, size_hidden = model_size, "--model-size", None
@@ -136,6 +103,18 @@ def _plan(
                 f"but the checkpoint's "
                 f"tensors say {hidden}"
             )
+
+
+def _attention_heads(
+    num_attention_heads: int | None,
+    hidden: int,
+    *,
+    config: dict,
+    config_src: str,
+    overrides: dict,
+    hparams_src: str,
+) -> int:
+    """The discriminator's attention heads, which must divide ``hidden``."""
     # heads: flag > config.json > hparams overrides > the original default max(1, H // 64)
     # (google-research/electra util/training_utils.py get_bert_config)
     if num_attention_heads is not None:
@@ -148,35 +127,27 @@ def _plan(
         heads, heads_src = max(1, hidden // 64), "max(1, hidden_size // 64) (original default)"
     if heads < 1 or hidden % heads:
         raise TFCheckpointError(f"{heads_src}: {heads} attention heads do not divide hidden size {hidden}")
-    if vocab_size_tokenizer > vocab:
-        raise TFCheckpointError(
-            f"vocab.txt has {vocab_size_tokenizer} entries but the word embeddings have {vocab} rows: "
-            "the vocabulary does not belong to this checkpoint"
-        )
-    common = {
-        "vocab_size": vocab,
-        "max_position_embeddings": max_pos,
-        "type_vocab_size": type_vocab,
-        "hidden_act": config.get("hidden_act", overrides.get("hidden_act", "gelu")),
-        "hidden_dropout_prob": float(
-            config.get("hidden_dropout_prob", overrides.get("hidden_dropout_prob", 0.1))
-        ),
-        "attention_probs_dropout_prob": float(
-            config.get("attention_probs_dropout_prob", overrides.get("attention_probs_dropout_prob", 0.1))
-        ),
-        "initializer_range": float(config.get("initializer_range", overrides.get("initializer_range", 0.02))),
-        "layer_norm_eps": float(config.get("layer_norm_eps", 1e-12)),  # TF contrib layer_norm's epsilon
-        "pad_token_id": pad_token_id,
-    }
-    disc_config = ElectraConfig(
-        embedding_size=emb,
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        intermediate_size=ffn,
-        **common,
-    )
-    disc_map = discriminator_mapping(layers, project="electra/embeddings_project/kernel" in reader)
+    return heads
+
+
+def _generator_plan(
+    reader: TFCheckpointReader,
+    names: list[str],
+    where: str,
+    *,
+    config: dict,
+    config_src: str,
+    hparams: dict,
+    hparams_src: str,
+    layers: int,
+    hidden: int,
+    emb: int,
+    heads: int,
+    common: dict,
+):
+    """``(generator ElectraConfig, generator name mapping)`` from the tensors, or ``(None, None)`` for a
+    checkpoint without a generator; sizes checked against ``config.json`` / ``--hparams``."""
+    from transformers import ElectraConfig
 
     gen_config = gen_map = None
     gen_layers = _layers(names, "generator", where)
@@ -229,4 +200,122 @@ def _plan(
         raise TFCheckpointError(
             f"{where}: generator/encoder variables but no generator_predictions/output_bias"
         )
+    return gen_config, gen_map
+
+
+def _common_config(
+    config: dict, overrides: dict, *, vocab: int, max_pos: int, type_vocab: int, pad_token_id: int
+) -> dict[str, Any]:
+    """The ``ElectraConfig`` settings the discriminator and the generator share (``config.json`` > the
+    hparams' overrides > the original defaults)."""
+    return {
+        "vocab_size": vocab,
+        "max_position_embeddings": max_pos,
+        "type_vocab_size": type_vocab,
+        "hidden_act": config.get("hidden_act", overrides.get("hidden_act", "gelu")),
+        "hidden_dropout_prob": float(
+            config.get("hidden_dropout_prob", overrides.get("hidden_dropout_prob", 0.1))
+        ),
+        "attention_probs_dropout_prob": float(
+            config.get("attention_probs_dropout_prob", overrides.get("attention_probs_dropout_prob", 0.1))
+        ),
+        "initializer_range": float(config.get("initializer_range", overrides.get("initializer_range", 0.02))),
+        "layer_norm_eps": float(config.get("layer_norm_eps", 1e-12)),  # TF contrib layer_norm's epsilon
+        "pad_token_id": pad_token_id,
+    }
+
+
+def _plan(
+    reader: TFCheckpointReader,
+    *,
+    config: dict,
+    config_src: str,
+    hparams: dict,
+    hparams_src: str,
+    model_size: str | None,
+    num_attention_heads: int | None,
+    vocab_size_tokenizer: int,
+    pad_token_id: int,
+) -> _Plan:
+    """Sizes from the tensors, checked against ``config.json`` / ``--hparams``; both name mappings."""
+    from transformers import ElectraConfig
+
+    where = str(reader.index_path)
+    names = reader.variable_names()
+    overrides = dict(hparams.get("model_hparam_overrides") or {})
+
+    vocab, emb = _shape(reader, "electra/embeddings/word_embeddings")
+    max_pos, _ = _shape(reader, "electra/embeddings/position_embeddings")
+    type_vocab, _ = _shape(reader, "electra/embeddings/token_type_embeddings")
+    layers = _layers(names, "electra", where)
+    if layers == 0:
+        raise TFCheckpointError(f"{where}: no electra/encoder/layer_N variables; not an ELECTRA checkpoint?")
+    hidden = _shape(reader, "electra/encoder/layer_0/attention/self/query/kernel")[1]
+    ffn = _shape(reader, "electra/encoder/layer_0/intermediate/dense/kernel")[1]
+    sizes = {
+        "vocab_size": vocab,
+        "embedding_size": emb,
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "intermediate_size": ffn,
+        "max_position_embeddings": max_pos,
+        "type_vocab_size": type_vocab,
+    }
+
+    # given sizes must agree with the tensors
+    for source, values in ((config_src, config), (hparams_src, {**hparams, **overrides})):
+        for key in _SHAPE_KEYS:
+            if values.get(key) is not None and int(values[key]) != sizes[key]:
+                raise TFCheckpointError(
+                    f"{source}: {key} = {values[key]}, but the checkpoint's tensors say {sizes[key]}"
+                )
+    _check_model_size(
+        model_size,
+        hidden,
+        config=config,
+        config_src=config_src,
+        hparams=hparams,
+        hparams_src=hparams_src,
+        overrides=overrides,
+    )
+    heads = _attention_heads(
+        num_attention_heads,
+        hidden,
+        config=config,
+        config_src=config_src,
+        overrides=overrides,
+        hparams_src=hparams_src,
+    )
+    if vocab_size_tokenizer > vocab:
+        raise TFCheckpointError(
+            f"vocab.txt has {vocab_size_tokenizer} entries but the word embeddings have {vocab} rows: "
+            "the vocabulary does not belong to this checkpoint"
+        )
+    common = _common_config(
+        config, overrides, vocab=vocab, max_pos=max_pos, type_vocab=type_vocab, pad_token_id=pad_token_id
+    )
+    disc_config = ElectraConfig(
+        embedding_size=emb,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=ffn,
+        **common,
+    )
+    disc_map = discriminator_mapping(layers, project="electra/embeddings_project/kernel" in reader)
+
+    gen_config, gen_map = _generator_plan(
+        reader,
+        names,
+        where,
+        config=config,
+        config_src=config_src,
+        hparams=hparams,
+        hparams_src=hparams_src,
+        layers=layers,
+        hidden=hidden,
+        emb=emb,
+        heads=heads,
+        common=common,
+    )
     return _Plan(disc_config, gen_config, disc_map, gen_map)
