@@ -71,25 +71,17 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bioelectra.configuration import ElectraPretrainingConfig  # noqa: E402
-from bioelectra.masking import ElectraMaskingCollator, max_predictions_per_seq  # noqa: E402
+from bioelectra.masking import max_predictions_per_seq  # noqa: E402
 from bioelectra.modeling import ElectraPretrainingModel  # noqa: E402
-from bioelectra.optimization import (  # noqa: E402
-    ElectraAdamW,
-    UpdatedInStepAdamW,
-    decay_parameter_groups,
-    electra_lr_scheduler,
-)
+from bioelectra.optimization import electra_lr_scheduler  # noqa: E402
 from bioelectra.pretraining.step import WholeTrainingStep, load_compile_cache, save_compile_cache  # noqa: E402
 from bioelectra.textio import atomic_write_text  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pretrain_cases import BIO_ELECTRA_VOCAB_SIZE, DEFAULT_BATCH, case_config, loop_optimizer, make_batches  # noqa: E402
+from pretrain_measure import flops_figures, host_syncs, measured_matmul_flops, profile_steps  # noqa: E402
 from pretrain_report import TARGETS, markdown, read_report  # noqa: E402, F401  (TARGETS, markdown: this module's API too)
 
-#: Dense bf16 peak FLOP/s by device name fragment (vendor data sheets, SXM parts, no sparsity).
-PEAK_BF16_FLOPS = {"H200": 989.4e12, "H100": 989.4e12, "A100": 312e12, "L40S": 362e12, "A10G": 70e12}
-BIO_ELECTRA_VOCAB_SIZE = 31620
-SPECIAL = {"pad_token_id": 0, "cls_token_id": 2, "sep_token_id": 3, "mask_token_id": 4}
-DEFAULT_BATCH = {"small": 128, "base": 128, "large": 32}  # when a case gives no batch size
 #: ``--whole-loops`` names -> (``run_loop``'s ``whole``, ``compile_model``).
 WHOLE_LOOPS = {
     "whole": ("whole", False),
@@ -97,184 +89,6 @@ WHOLE_LOOPS = {
     "captured": ("captured", False),
     "compiled_captured": ("captured", True),
 }
-
-
-def encoder_flops_per_token(cfg, seq_len: int) -> float:
-    """Training FLOPs per token of one ELECTRA encoder (no embeddings lookups), 3 x forward."""
-    h, layers, inter = cfg.hidden_size, cfg.num_hidden_layers, cfg.intermediate_size
-    per_layer_params = 4 * h * h + 2 * h * inter  # Q, K, V, O and the two FFN matrices
-    project = cfg.embedding_size * h if cfg.embedding_size != h else 0
-    return 6 * (layers * per_layer_params + project) + 12 * layers * seq_len * h
-
-
-def model_flops_parts(config: ElectraPretrainingConfig, batch: int, seq_len: int, masked: int) -> dict[str, float]:
-    """Model FLOPs of one training step by part (see the module docstring): ``discriminator`` (encoder and
-    head), ``generator encoder`` and ``generator vocabulary projection`` (its masked-LM head at the ``masked``
-    positions of the batch)."""
-    d, g = config.discriminator_config, config.generator_config
-    tokens = batch * seq_len
-    disc = tokens * (encoder_flops_per_token(d, seq_len) + 6 * (d.hidden_size * d.hidden_size + d.hidden_size))
-    return {
-        "discriminator": float(disc),
-        "generator encoder": float(tokens * encoder_flops_per_token(g, seq_len)),
-        "generator vocabulary projection": float(6 * masked * (g.hidden_size * g.embedding_size + g.embedding_size * g.vocab_size)),
-    }
-
-
-def model_flops_per_step(config: ElectraPretrainingConfig, batch: int, seq_len: int, masked: int) -> float:
-    """Model FLOPs of one training step: the sum of :func:`model_flops_parts`."""
-    return float(sum(model_flops_parts(config, batch, seq_len, masked).values()))
-
-
-def measured_matmul_flops(device: torch.device, n: int = 8192, repeats: int = 10) -> float:
-    """bf16 FLOP/s of an ``n x n x n`` matrix product on random data: the median of ``repeats`` timed
-    products after 3 warm-ups (CUDA events). The MFU denominator measured on the machine (device README)."""
-    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
-    b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
-    for _ in range(3):
-        a @ b
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        a @ b
-        end.record()
-        torch.cuda.synchronize(device)
-        times.append(start.elapsed_time(end) / 1000.0)
-    times.sort()
-    return 2 * n**3 / times[len(times) // 2]
-
-
-#: Kernel-name fragments -> the group a profiled kernel is counted in (first match wins).
-KERNEL_GROUPS = (
-    ("attention", ("flash", "fmha", "attention", "sdpa", "efficient_attention")),
-    ("matmul", ("gemm", "sm90_xmma", "cutlass", "cublas", "matmul", "wgmma", "nvjet")),
-    ("optimizer", ("multi_tensor", "foreach", "adam", "fused_adam")),
-    ("softmax/cross-entropy", ("softmax", "nll_loss", "cross_entropy", "log_softmax")),
-    ("layer_norm", ("layer_norm", "layernorm")),
-    ("reduction", ("reduce",)),
-    ("copy/cast", ("copy", "cast", "fill", "memcpy", "memset")),
-    ("indexing/sampling", ("index", "gather", "scatter", "embedding", "multinomial", "cumsum", "sort", "randperm", "uniform", "exponential", "bernoulli", "random")),
-    ("elementwise", ("elementwise", "vectorized", "unrolled", "gelu", "dropout")),
-)
-
-
-def kernel_group(name: str) -> str:
-    low = name.lower()
-    return next((group for group, keys in KERNEL_GROUPS if any(k in low for k in keys)), "other")
-
-
-def profile_steps(step_fn, steps: int, device: torch.device, top: int = 15) -> dict:
-    """``torch.profiler`` over ``steps`` calls of ``step_fn``: device time per kernel group and the ``top``
-    kernels, the host (CPU) time of the steps, and the share of the wall time the device was busy."""
-    from torch.profiler import ProfilerActivity, profile
-
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    torch.cuda.synchronize(device) if device.type == "cuda" else None
-    start = time.perf_counter()
-    with profile(activities=activities) as prof:
-        for i in range(steps):
-            step_fn(i)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-    wall = time.perf_counter() - start
-    kernels: dict[str, dict] = {}
-    for evt in prof.events():
-        if evt.device_type.name != "CUDA":
-            continue
-        k = kernels.setdefault(evt.name, {"name": evt.name[:120], "count": 0, "device_seconds": 0.0})
-        k["count"] += 1
-        k["device_seconds"] += evt.device_time / 1e6  # microseconds
-    groups: dict[str, float] = {}
-    for k in kernels.values():
-        groups[kernel_group(k["name"])] = groups.get(kernel_group(k["name"]), 0.0) + k["device_seconds"]
-    busy = sum(groups.values())
-    top_kernels = sorted(kernels.values(), key=lambda k: -k["device_seconds"])[:top]
-    for k in top_kernels:
-        k["device_seconds_per_step"] = round(k.pop("device_seconds") / steps, 6)
-        k["group"] = kernel_group(k["name"])
-    return {
-        "steps": steps,
-        "wall_seconds_per_step": round(wall / steps, 6),
-        "device_busy_seconds_per_step": round(busy / steps, 6),
-        "device_busy_fraction": round(busy / wall, 4) if wall else None,
-        "kernel_launches_per_step": round(sum(k["count"] for k in kernels.values()) / steps, 1),
-        "device_seconds_per_step_by_group": {
-            g: round(t / steps, 6) for g, t in sorted(groups.items(), key=lambda kv: -kv[1])
-        },
-        "top_kernels": top_kernels,
-    }
-
-
-def host_syncs(step_fn, steps: int, device: torch.device, top: int = 8) -> dict:
-    """How often ``steps`` calls of ``step_fn`` make the host wait for the device (CUDA only), counted with
-    ``torch.cuda.set_sync_debug_mode("warn")``: each synchronising call (``.item()``, a tensor in an ``if``,
-    boolean indexing, a blocking copy) raises a warning that names the Python line that made it. A known
-    synchronisation (one ``.item()``) is counted first, so a count of 0 means none, not a silent counter; the
-    warning that the mode itself gives when enabled is cleared before it.
-    torch says the mode does not see every kind of synchronisation (torch.distributed, torch.sparse)."""
-    import warnings
-    from collections import Counter
-
-    if device.type != "cuda":
-        return {"host_syncs_per_step": None, "why": "counted on CUDA only"}
-    torch.cuda.synchronize(device)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        torch.cuda.set_sync_debug_mode("warn")
-        caught.clear()  # enabling the mode warns once that it is on: not a synchronisation
-        try:
-            torch.ones((), device=device).item()  # the calibration: exactly one synchronisation
-            calibration = sum("synchroniz" in str(w.message) for w in caught)
-            caught.clear()
-            for i in range(steps):
-                step_fn(i)
-        finally:
-            torch.cuda.set_sync_debug_mode("default")
-    syncs = [w for w in caught if "synchroniz" in str(w.message)]
-    if calibration != 1:
-        return {"host_syncs_per_step": None, "why": f"the calibration .item() was counted {calibration} times"}
-    where = Counter(f"{Path(w.filename).name}:{w.lineno}" for w in syncs)
-    return {
-        "host_syncs_per_step": round(len(syncs) / steps, 2),
-        "steps": steps,
-        "where": {loc: n for loc, n in where.most_common(top)},
-    }
-
-
-def case_config(size: str, vocab_size: int, seq_len: int, layers: int | None) -> tuple[ElectraPretrainingConfig, str]:
-    """The model of a case: an original size, or a ``pretrain train --hparams`` JSON file's model."""
-    overrides = {"max_position_embeddings": max(512, seq_len)}
-    if size in DEFAULT_BATCH:
-        if layers:
-            overrides["num_hidden_layers"] = layers
-        config = ElectraPretrainingConfig.from_size(
-            size, vocab_size=vocab_size, model_overrides=overrides, mask_prob=0.25 if size == "large" else 0.15
-        )
-        return config, size
-    from bioelectra.training import build_model, parse_hparams_arg, resolve_hparams
-
-    raw = parse_hparams_arg(size)
-    model_size = raw.pop("model_size", "small")
-    vocab_size = int(raw.pop("vocab_size", vocab_size))  # the recipe's vocabulary, when it names one
-    hp = resolve_hparams(model_size, raw)
-    hp.model_hparam_overrides = {**overrides, **hp.model_hparam_overrides}
-    if layers:
-        hp.model_hparam_overrides["num_hidden_layers"] = layers
-    config = build_model(model_size, hp, vocab_size=vocab_size, pad_token_id=0).config
-    return config, model_size
-
-
-def make_batches(n: int, batch: int, seq_len: int, vocab: int, mask_prob: float, seed: int) -> list[dict]:
-    """``n`` full-length synthetic batches ([CLS] ... [SEP]), masked by the real collator."""
-    gen = torch.Generator().manual_seed(seed)
-    collator = ElectraMaskingCollator(**SPECIAL, mask_prob=mask_prob, max_seq_length=seq_len, generator=gen)
-    batches = []
-    for _ in range(n):
-        body = torch.randint(5, vocab, (batch, seq_len - 2), generator=gen)
-        examples = [{"input_ids": [2, *row.tolist(), 3]} for row in body]
-        batches.append(collator(examples))
-    return batches
 
 
 def run_loop(
@@ -302,19 +116,11 @@ def run_loop(
     config = ElectraPretrainingConfig.from_dict(config.to_dict())
     config._attn_implementation = "sdpa" if optimized else "eager"
     model = ElectraPretrainingModel(config).to(device).train()
-    groups = decay_parameter_groups(model, weight_decay=0.01)
     use_bf16 = optimized and device.type == "cuda" and torch.cuda.is_bf16_supported()
-    whole_step = None
-    if whole is not None:
-        optimizer = UpdatedInStepAdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01)
-        whole_step = WholeTrainingStep(
-            model, optimizer, max_grad_norm=1.0, bf16=use_bf16, compile=compile_model,
-            capture=whole == "captured" and device.type == "cuda",
-        )  # fmt: skip
-    elif optimized and fused_adamw and device.type == "cuda":  # bias-corrected: not the original's update
-        optimizer = torch.optim.AdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01, fused=True)
-    else:
-        optimizer = ElectraAdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01, foreach=optimized)
+    optimizer, whole_step = loop_optimizer(
+        model, device=device, optimized=optimized, compile_model=compile_model, fused_adamw=fused_adamw,
+        whole=whole, use_bf16=use_bf16,
+    )  # fmt: skip
     scheduler = electra_lr_scheduler(optimizer, warmup_steps=10, num_train_steps=10_000)
     forward = torch.compile(model) if (optimized and compile_model and whole is None) else model
     batches = [{k: v.to(device, non_blocking=True) for k, v in b.items()} for b in batches]
@@ -372,18 +178,7 @@ def run_loop(
         result["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated(device))
     else:  # process-wide peak resident set (ru_maxrss is KiB on Linux): includes earlier cases
         result["peak_rss_bytes_process"] = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
-    masked = int(sum((bb["labels"] != -100).sum().item() for bb in batches) / len(batches))
-    parts = model_flops_parts(config, b, s, masked)
-    flops = sum(parts.values())
-    result["model_flops_per_step"] = flops
-    result["model_flops_share"] = {part: round(value / flops, 3) for part, value in parts.items()}
-    if device.type == "cuda":
-        name = torch.cuda.get_device_name(device)
-        peak = next((v for k, v in PEAK_BF16_FLOPS.items() if k in name), None)
-        if peak is not None:
-            result["mfu"] = round(flops * steps_per_second / peak, 4)
-        if matmul_flops:
-            result["mfu_measured"] = round(flops * steps_per_second / matmul_flops, 4)
+    result.update(flops_figures(config, batches, steps_per_second, device=device, matmul_flops=matmul_flops))
     # the diagnostics run after the timing: one that fails leaves the figures above standing
     if profile > 0:
         result["profile"] = guarded(profile_steps, lambda i: step(warmup + steps + i), profile, device)
@@ -478,7 +273,8 @@ def write_report(report: dict, path: Path) -> None:
     atomic_write_text(path, json.dumps(report, indent=2) + "\n")
 
 
-def main(argv: list[str] | None = None) -> dict:
+def make_parser() -> argparse.ArgumentParser:
+    """The bench's command line (``--help`` lists it)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--cases",
@@ -512,6 +308,77 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON report here")
     parser.add_argument("--markdown", type=Path, nargs="+", default=None, metavar="REPORT.json",
                         help="print a written report (and a --compile one of the same cases) as Markdown; runs nothing")  # fmt: skip
+    return parser
+
+
+def run_case(
+    case: str, args: argparse.Namespace, *, device: torch.device, matmul_flops: float | None, whole_loops: list[str]
+) -> dict:
+    """One ``size:seq_len[:batch_size]`` case of ``--cases``: its model and batches, the optimized loop, the naive
+    one (unless ``--no-baseline``), the ``--whole-loops`` and the ``--loss-check``, each :func:`guarded`."""
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    size, seq, *rest = case.rsplit(":", 2) if case.count(":") >= 2 else case.split(":")
+    seq_len = int(seq)
+    config, model_size = case_config(size, args.vocab_size, seq_len, args.layers)
+    # the collator's cap, as pretrain train sets it: fixed prediction slots, no host synchronisation
+    config.max_predictions_per_seq = max_predictions_per_seq(config.mask_prob, seq_len)
+    batch = args.batch_size or (int(rest[0]) if rest else DEFAULT_BATCH[model_size])
+    batches = make_batches(4, batch, seq_len, config.discriminator_config.vocab_size, config.mask_prob, args.seed)
+    entry = {
+        "size": size,
+        "discriminator": {
+            k: getattr(config.discriminator_config, k)
+            for k in ("hidden_size", "num_hidden_layers", "intermediate_size", "vocab_size")
+        },
+        "generator_hidden_size": config.generator_config.hidden_size,
+        "seq_len": seq_len,
+        "batch_size": batch,
+        "layers": config.discriminator_config.num_hidden_layers,
+    }
+    common = dict(
+        device=device,
+        compile_model=args.compile,
+        fused_adamw=args.fused_adamw,
+        steps=args.steps,
+        warmup=args.warmup,
+        seed=args.seed,
+    )
+    entry["optimized"] = guarded(
+        run_loop,
+        config,
+        batches,
+        optimized=True,
+        profile=args.profile,
+        matmul_flops=matmul_flops,
+        **common,
+    )
+    if not args.no_baseline:
+        entry["naive"] = guarded(run_loop, config, batches, optimized=False, **common)
+        if "error" not in entry["optimized"] and "error" not in entry["naive"]:
+            ratio = entry["optimized"]["steps_per_second"] / entry["naive"]["steps_per_second"]
+            entry["speedup"] = round(ratio, 3)
+    for name in whole_loops:
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        mode, compiled = WHOLE_LOOPS[name]
+        loop = guarded(
+            run_loop, config, batches, optimized=True, whole=mode, profile=args.profile, matmul_flops=matmul_flops,
+            **{**common, "compile_model": compiled},
+        )  # fmt: skip
+        naive = entry.get("naive", {})
+        if "error" not in loop and naive and "error" not in naive:
+            loop["speedup"] = round(loop["steps_per_second"] / naive["steps_per_second"], 3)
+        entry[name] = loop
+    if args.loss_check > 0:
+        entry["loss_check"] = guarded(
+            loss_check, config, batches, device=device, steps=args.loss_check, seed=args.seed
+        )
+    return entry
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = make_parser()
     args = parser.parse_args(argv)
     whole_loops = [name for name in args.whole_loops.split(",") if name]
     unknown = sorted(set(whole_loops) - set(WHOLE_LOOPS))
@@ -545,64 +412,7 @@ def main(argv: list[str] | None = None) -> dict:
             matmul_flops = rate["flops"]
             report["measured_bf16_matmul_flops"] = round(matmul_flops, -9)
     for case in args.cases.split(","):
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
-        size, seq, *rest = case.rsplit(":", 2) if case.count(":") >= 2 else case.split(":")
-        seq_len = int(seq)
-        config, model_size = case_config(size, args.vocab_size, seq_len, args.layers)
-        # the collator's cap, as pretrain train sets it: fixed prediction slots, no host synchronisation
-        config.max_predictions_per_seq = max_predictions_per_seq(config.mask_prob, seq_len)
-        batch = args.batch_size or (int(rest[0]) if rest else DEFAULT_BATCH[model_size])
-        batches = make_batches(4, batch, seq_len, config.discriminator_config.vocab_size, config.mask_prob, args.seed)
-        entry = {
-            "size": size,
-            "discriminator": {
-                k: getattr(config.discriminator_config, k)
-                for k in ("hidden_size", "num_hidden_layers", "intermediate_size", "vocab_size")
-            },
-            "generator_hidden_size": config.generator_config.hidden_size,
-            "seq_len": seq_len,
-            "batch_size": batch,
-            "layers": config.discriminator_config.num_hidden_layers,
-        }
-        common = dict(
-            device=device,
-            compile_model=args.compile,
-            fused_adamw=args.fused_adamw,
-            steps=args.steps,
-            warmup=args.warmup,
-            seed=args.seed,
-        )
-        entry["optimized"] = guarded(
-            run_loop,
-            config,
-            batches,
-            optimized=True,
-            profile=args.profile,
-            matmul_flops=matmul_flops,
-            **common,
-        )
-        if not args.no_baseline:
-            entry["naive"] = guarded(run_loop, config, batches, optimized=False, **common)
-            if "error" not in entry["optimized"] and "error" not in entry["naive"]:
-                ratio = entry["optimized"]["steps_per_second"] / entry["naive"]["steps_per_second"]
-                entry["speedup"] = round(ratio, 3)
-        for name in whole_loops:
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
-            mode, compiled = WHOLE_LOOPS[name]
-            loop = guarded(
-                run_loop, config, batches, optimized=True, whole=mode, profile=args.profile, matmul_flops=matmul_flops,
-                **{**common, "compile_model": compiled},
-            )  # fmt: skip
-            naive = entry.get("naive", {})
-            if "error" not in loop and naive and "error" not in naive:
-                loop["speedup"] = round(loop["steps_per_second"] / naive["steps_per_second"], 3)
-            entry[name] = loop
-        if args.loss_check > 0:
-            entry["loss_check"] = guarded(
-                loss_check, config, batches, device=device, steps=args.loss_check, seed=args.seed
-            )
+        entry = run_case(case, args, device=device, matmul_flops=matmul_flops, whole_loops=whole_loops)
         report["cases"].append(entry)
         print(json.dumps(entry), file=sys.stderr, flush=True)
         if args.output is not None:

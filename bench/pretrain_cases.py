@@ -1,0 +1,81 @@
+"""The cases of ``bench/pretrain_throughput.py``: each case's model (an original size, or a ``pretrain train
+--hparams`` file's), its synthetic masked batches, and the optimizer (with the whole training step, where
+asked) of one of its loops. Imported by ``pretrain_throughput.py``, which puts this folder and the repository
+on ``sys.path``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from bioelectra.configuration import ElectraPretrainingConfig
+from bioelectra.masking import ElectraMaskingCollator
+from bioelectra.modeling import ElectraPretrainingModel
+from bioelectra.optimization import ElectraAdamW, UpdatedInStepAdamW, decay_parameter_groups
+from bioelectra.pretraining.step import WholeTrainingStep
+
+BIO_ELECTRA_VOCAB_SIZE = 31620
+SPECIAL = {"pad_token_id": 0, "cls_token_id": 2, "sep_token_id": 3, "mask_token_id": 4}
+DEFAULT_BATCH = {"small": 128, "base": 128, "large": 32}  # when a case gives no batch size
+
+
+def case_config(size: str, vocab_size: int, seq_len: int, layers: int | None) -> tuple[ElectraPretrainingConfig, str]:
+    """The model of a case: an original size, or a ``pretrain train --hparams`` JSON file's model."""
+    overrides = {"max_position_embeddings": max(512, seq_len)}
+    if size in DEFAULT_BATCH:
+        if layers:
+            overrides["num_hidden_layers"] = layers
+        config = ElectraPretrainingConfig.from_size(
+            size, vocab_size=vocab_size, model_overrides=overrides, mask_prob=0.25 if size == "large" else 0.15
+        )
+        return config, size
+    from bioelectra.training import build_model, parse_hparams_arg, resolve_hparams
+
+    raw = parse_hparams_arg(size)
+    model_size = raw.pop("model_size", "small")
+    vocab_size = int(raw.pop("vocab_size", vocab_size))  # the recipe's vocabulary, when it names one
+    hp = resolve_hparams(model_size, raw)
+    hp.model_hparam_overrides = {**overrides, **hp.model_hparam_overrides}
+    if layers:
+        hp.model_hparam_overrides["num_hidden_layers"] = layers
+    config = build_model(model_size, hp, vocab_size=vocab_size, pad_token_id=0).config
+    return config, model_size
+
+
+def make_batches(n: int, batch: int, seq_len: int, vocab: int, mask_prob: float, seed: int) -> list[dict]:
+    """``n`` full-length synthetic batches ([CLS] ... [SEP]), masked by the real collator."""
+    gen = torch.Generator().manual_seed(seed)
+    collator = ElectraMaskingCollator(**SPECIAL, mask_prob=mask_prob, max_seq_length=seq_len, generator=gen)
+    batches = []
+    for _ in range(n):
+        body = torch.randint(5, vocab, (batch, seq_len - 2), generator=gen)
+        examples = [{"input_ids": [2, *row.tolist(), 3]} for row in body]
+        batches.append(collator(examples))
+    return batches
+
+
+def loop_optimizer(
+    model: ElectraPretrainingModel,
+    *,
+    device: torch.device,
+    optimized: bool,
+    compile_model: bool,
+    fused_adamw: bool,
+    whole: str | None,
+    use_bf16: bool,
+) -> tuple[torch.optim.Optimizer, WholeTrainingStep | None]:
+    """``(optimizer, whole step or None)`` of a :func:`run_loop`: the whole step's :class:`UpdatedInStepAdamW`,
+    torch's fused AdamW (``fused_adamw`` on CUDA), or ELECTRA's AdamW (foreach kernels when ``optimized``)."""
+    groups = decay_parameter_groups(model, weight_decay=0.01)
+    whole_step = None
+    if whole is not None:
+        optimizer = UpdatedInStepAdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01)
+        whole_step = WholeTrainingStep(
+            model, optimizer, max_grad_norm=1.0, bf16=use_bf16, compile=compile_model,
+            capture=whole == "captured" and device.type == "cuda",
+        )  # fmt: skip
+    elif optimized and fused_adamw and device.type == "cuda":  # bias-corrected: not the original's update
+        optimizer = torch.optim.AdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01, fused=True)
+    else:
+        optimizer = ElectraAdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01, foreach=optimized)
+    return optimizer, whole_step
