@@ -45,6 +45,7 @@ import shutil
 import sys
 import tarfile
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -210,49 +211,12 @@ def unread_folders(corpus: Path) -> list[str]:
     return sorted(p.name for p in corpus.iterdir() if p.is_dir() and p.name not in known)
 
 
-def prepare(
-    corpus: Path,
-    out: Path,
-    *,
-    subset: str = "abstracts",
-    exclude_eval_overlap: bool = True,
-    exclude: tuple[str, ...] | list[str] = (),
-    include_benchmarks: bool = False,
-) -> dict:
-    """Write the plain-text corpus under ``out``; returns the summary also saved as ``.prepare_info.json``.
-
-    Args:
-        exclude: source names of :data:`SUBSET_SOURCES` to leave out.
-        include_benchmarks: keep the :data:`BENCHMARK_SOURCES` (left out by default).
-
-    Raises:
-        FileNotFoundError: ``corpus`` (or one of its sources) is missing.
-        ValueError: an unknown ``subset``, or an ``exclude`` name that is not a source of the subset.
-    """
-    if subset not in SUBSET_SOURCES:
-        raise ValueError(f"subset {subset!r}: expected 'abstracts' or 'all'")
-    unknown = sorted(set(exclude) - set(SUBSET_SOURCES[subset]))
-    if unknown:
-        raise ValueError(
-            f"--exclude {', '.join(unknown)}: not a source of subset {subset!r} "
-            f"(expected one of {', '.join(SUBSET_SOURCES[subset])})"
-        )
-    if not corpus.is_dir():
-        raise FileNotFoundError(f"{corpus}: the shared corpus folder is missing (see ../shared/data/SOURCES.md)")
-    skip = set(exclude)
-    if not include_benchmarks:
-        skip |= set(BENCHMARK_SOURCES) & set(SUBSET_SOURCES[subset])
-    options = {"subset": subset, "exclude_eval_overlap": exclude_eval_overlap}
-    if skip:  # absent when empty, so earlier outputs are still reused
-        options["exclude"] = sorted(skip)
-    info_file = out / ".prepare_info.json"
-    if info_file.is_file() and json.loads(info_file.read_text()).get("options") == options:
-        return json.loads(info_file.read_text())
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    counts: dict[str, int] = {}
-    excluded: dict[str, int] = {}
+def _source_writers(
+    corpus: Path, counts: dict[str, int], excluded: dict[str, int], *, exclude_eval_overlap: bool
+) -> dict[str, tuple[str, Callable]]:
+    """Source name -> (the text file written, the function writing its documents to an open file), in the
+    order of :data:`SUBSET_SOURCES`; each writer records its documents in ``counts`` and the ones it drops
+    for overlap with evaluation text in ``excluded``."""
 
     def ohsumed_single(name: str):
         if "/ohsumed_single_23/" not in name:
@@ -329,7 +293,7 @@ def prepare(
 
         return write
 
-    writers = {  # source name -> (file written, writer); the order of SUBSET_SOURCES
+    return {  # source name -> (file written, writer); the order of SUBSET_SOURCES
         "ohsumed-single-23": ("ohsumed_single_23.txt", write_ohsumed_single),
         "ohsumed-first20k-extra": ("ohsumed_first20k_extra.txt", write_ohsumed_extra),
         "pubmed-abstracts-1mb": ("pubmed_abstracts_1mb.txt", write_pubmed_1mb),
@@ -341,6 +305,53 @@ def prepare(
         "plos": ("plos.txt", write_jats("plos", "allofplos_starter_corpus_xml.tar.xz")),
         **{name: (name.replace("-", "_") + ".txt", write_plain(name)) for name in PLAIN_TEXT_SOURCES},
     }
+
+
+def prepare(
+    corpus: Path,
+    out: Path,
+    *,
+    subset: str = "abstracts",
+    exclude_eval_overlap: bool = True,
+    exclude: tuple[str, ...] | list[str] = (),
+    include_benchmarks: bool = False,
+) -> dict:
+    """Write the plain-text corpus under ``out``; returns the summary also saved as ``.prepare_info.json``.
+
+    Args:
+        exclude: source names of :data:`SUBSET_SOURCES` to leave out.
+        include_benchmarks: keep the :data:`BENCHMARK_SOURCES` (left out by default).
+
+    Raises:
+        FileNotFoundError: ``corpus`` (or one of its sources) is missing.
+        ValueError: an unknown ``subset``, or an ``exclude`` name that is not a source of the subset.
+    """
+    if subset not in SUBSET_SOURCES:
+        raise ValueError(f"subset {subset!r}: expected 'abstracts' or 'all'")
+    unknown = sorted(set(exclude) - set(SUBSET_SOURCES[subset]))
+    if unknown:
+        raise ValueError(
+            f"--exclude {', '.join(unknown)}: not a source of subset {subset!r} "
+            f"(expected one of {', '.join(SUBSET_SOURCES[subset])})"
+        )
+    if not corpus.is_dir():
+        raise FileNotFoundError(f"{corpus}: the shared corpus folder is missing (see ../shared/data/SOURCES.md)")
+    skip = set(exclude)
+    if not include_benchmarks:
+        skip |= set(BENCHMARK_SOURCES) & set(SUBSET_SOURCES[subset])
+    options = {"subset": subset, "exclude_eval_overlap": exclude_eval_overlap}
+    if skip:  # absent when empty, so earlier outputs are still reused
+        options["exclude"] = sorted(skip)
+    info_file = out / ".prepare_info.json"
+    if info_file.is_file() and json.loads(info_file.read_text()).get("options") == options:
+        return json.loads(info_file.read_text())
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    counts: dict[str, int] = {}
+    excluded: dict[str, int] = {}
+
+    writers = _source_writers(corpus, counts, excluded, exclude_eval_overlap=exclude_eval_overlap)
     for name in SUBSET_SOURCES[subset]:
         if name in skip:
             continue

@@ -87,12 +87,12 @@ from campaign_finetune import (  # noqa: E402, F401
 from campaign_here import (  # noqa: E402, F401
     bf16_copy,
     cmd_pack,
-    cmd_report,
     cmd_ship,
     split_documents,
     travelling_bytes,
     xz_compress,
 )  # fmt: skip
+from campaign_report import cmd_report  # noqa: E402
 from campaign_step import add_arguments as step_bench_arguments  # noqa: E402
 from campaign_step import cmd_step_bench, train_speed  # noqa: E402, F401
 from campaign_train import (  # noqa: E402, F401
@@ -140,7 +140,7 @@ def machine_report() -> dict:
         report["memory_bytes"] = props.total_memory
         report["bf16_supported"] = torch.cuda.is_bf16_supported()
         sys.path.insert(0, str(REPO / "bench"))
-        from pretrain_throughput import measured_matmul_flops
+        from pretrain_measure import measured_matmul_flops
 
         report["measured_bf16_matmul_flops"] = round(measured_matmul_flops(dev), -9)
         x = torch.empty(2**30, dtype=torch.uint8, device=dev)
@@ -356,7 +356,8 @@ def positive_rate(text: str) -> float:
     return value
 
 
-def main(argv: list[str] | None = None) -> None:
+def make_parser() -> argparse.ArgumentParser:
+    """The campaign's command line: one subcommand per stage, each with the options of its function."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="stage", required=True)
 
@@ -450,6 +451,11 @@ def main(argv: list[str] | None = None) -> None:
                    help="the unpacked results of a run this one continued from (pretrain train --init-from its export); "
                         "repeatable, earliest first: the report adds their steps, examples, time and FLOPs")  # fmt: skip
 
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = make_parser()
     args = parser.parse_args(argv)
     args.work = args.work.resolve()
     if args.out is None:

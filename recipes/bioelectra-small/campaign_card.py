@@ -65,29 +65,9 @@ def _ncbi_test_f1(finetune: dict) -> float | None:
     return None if mean is None else 100 * mean
 
 
-def model_card(results: Path, finetune: dict, report: str, *, shipped: Path | None = None) -> str:
-    """The card as Markdown: front matter, what the model is and how to use it, its shape, its pre-training
-    (run, final metrics, evaluations during the run), fine-tuning results, intended use, limitations,
-    corpus and attribution. ``results``: the unpacked results tar; ``finetune``: ``finetune.json``, merged;
-    ``report``: ``results_report``'s text of the same; ``shipped``: the shipped folder, for the float16
-    weights' size. A figure that is not there is ``-``."""
-    import sys
-
-    sys.path.insert(0, str(REPO))
-    from downstream.literature import load_literature
-
-    sections = report_sections(report)
-    config = read_json(results / "export" / "discriminator" / "config.json", {}) or {}
-    hp = read_json(results / "run-hparams.json", {}) or {}
-    build = read_json(results / "build_info.json", {}) or {}
-    evaluation = read_json(results / "eval.json", {}) or {}
-    metrics = evaluation.get("metrics") or read_json(results / "eval_results.json", {}) or {}
-    entropy = ((evaluation.get("attention_entropy") or {}).get("discriminator") or {}).get("attention_entropy")
-    history = [line for line in sections.get("Pre-training run", "").splitlines() if line.startswith("| ")]
-    run = {cells[0]: cells[1] for cells in (line.strip("| ").split(" | ", 1) for line in history) if len(cells) == 2}
-    total, embeddings = parameter_counts(results / "export" / "discriminator" / "model.safetensors")
-    weights = shipped / "model.safetensors" if shipped is not None else None
-    size = f"{weights.stat().st_size / 1e6:.1f} MB" if weights is not None and weights.is_file() else "-"
+def _run_table_figures(run: dict[str, str]) -> tuple[str, str, str, float | None]:
+    """``(steps, batch, minutes of training, training FLOPs)`` from the rows of the report's "Pre-training run"
+    table; for a continued run (``report --continues``), those of all the runs together. ``-`` where missing."""
     flops = next((float(v) for k, v in run.items() if k.startswith("training FLOPs") and v != "-"), None)
     match = re.match(r"([\d,]+) of .* planned, batch ([\d,]+)", run.get("steps", ""))  # the report's "steps" row
     steps, batch = match.groups() if match else ("-", "-")
@@ -103,6 +83,64 @@ def model_card(results: Path, finetune: dict, report: str, *, shipped: Path | No
         minutes = f"{match.group(1) if match else '-'} minutes of training in {runs} runs, each continuing the one before"
         match = re.search(r"([\d.e+-]+) FLOPs", in_all[1])
         flops = float(match.group(1)) if match else None
+    return steps, batch, minutes, flops
+
+
+def _use_limits_and_corpus(
+    finetune: dict, sections: dict[str, str], *, flops: float | None, case: str, lower: bool | None
+) -> list[str]:
+    """The card's last sections: intended use, limitations (against the literature's NCBI-disease F1), corpus."""
+    import sys
+
+    sys.path.insert(0, str(REPO))
+    from downstream.literature import load_literature
+
+    published = load_literature().lookup("ncbi-disease", "f1").get("bio-electra")
+    ncbi = _ncbi_test_f1(finetune)
+    return ["## Intended use", "",
+              "A starting point for biomedical token and sequence classification on small machines, offline, and a "
+              "measured example of what a short ELECTRA pre-training buys over a randomly initialised encoder of the "
+              "same shape. For the accuracy of the published models, convert a Bio-ELECTRA checkpoint "
+              "(`bioelectra convert`) or pre-train longer with the same recipe.", "",
+              "## Limitations", "",
+              f"- Short pre-training: {num(flops, '.3g')} FLOPs (the Trainer's estimate)"
+              + (f", about 1/{ELECTRA_SMALL_FLOPS / flops:,.0f} of the original ELECTRA-Small's 1.4e18 (ELECTRA paper, Table 1)"
+                 if flops else "") + ".",
+              f"- NCBI-disease test F1 {num(ncbi, '.2f')} with `finetune`'s defaults"
+              + (f", against {published.value:.2f} for {published.model_name} (its source and protocol: "
+                 f"`downstream/data/literature.json`, `{published.source}`)" if published else "")
+              + ".",
+              f"- {case.capitalize()}" + (": capitalisation, which carries information in gene and chemical names, is lost."
+                                          if lower else "."),
+              "- English biomedical text only (the sources below): no clinical notes, no other languages.",
+              "- Not for clinical decisions.", "",
+              "## " + ("Corpus and attribution" if "Corpus and attribution" in sections else "Corpus"), "",
+              sections.get("Corpus and attribution", "-"), "",
+              "No benchmark development or test text was pre-trained on: `recipes/shared_corpus.py` drops the documents "
+              "the shared corpus flags as overlapping evaluation sets, and leaves out PubMedQA, a benchmark here. The "
+              "vocabulary was trained on the same text. The model inherits the terms of its sources (the table's last "
+              "column): research use; the NLM terms and conditions for MEDLINE / PubMed text; each licence as stated.", ""]  # fmt: skip
+
+
+def model_card(results: Path, finetune: dict, report: str, *, shipped: Path | None = None) -> str:
+    """The card as Markdown: front matter, what the model is and how to use it, its shape, its pre-training
+    (run, final metrics, evaluations during the run), fine-tuning results, intended use, limitations,
+    corpus and attribution. ``results``: the unpacked results tar; ``finetune``: ``finetune.json``, merged;
+    ``report``: ``results_report``'s text of the same; ``shipped``: the shipped folder, for the float16
+    weights' size. A figure that is not there is ``-``."""
+    sections = report_sections(report)
+    config = read_json(results / "export" / "discriminator" / "config.json", {}) or {}
+    hp = read_json(results / "run-hparams.json", {}) or {}
+    build = read_json(results / "build_info.json", {}) or {}
+    evaluation = read_json(results / "eval.json", {}) or {}
+    metrics = evaluation.get("metrics") or read_json(results / "eval_results.json", {}) or {}
+    entropy = ((evaluation.get("attention_entropy") or {}).get("discriminator") or {}).get("attention_entropy")
+    history = [line for line in sections.get("Pre-training run", "").splitlines() if line.startswith("| ")]
+    run = {cells[0]: cells[1] for cells in (line.strip("| ").split(" | ", 1) for line in history) if len(cells) == 2}
+    total, embeddings = parameter_counts(results / "export" / "discriminator" / "model.safetensors")
+    weights = shipped / "model.safetensors" if shipped is not None else None
+    size = f"{weights.stat().st_size / 1e6:.1f} MB" if weights is not None and weights.is_file() else "-"
+    steps, batch, minutes, flops = _run_table_figures(run)
     corpus_bytes = ((read_json(results / "manifest.json", {}) or {}).get("corpus") or {}).get("bytes")
     megabytes = f"{corpus_bytes / 1e6:,.0f} MB" if corpus_bytes else "-"
     lower = build.get("do_lower_case")
@@ -158,29 +196,5 @@ def model_card(results: Path, finetune: dict, report: str, *, shipped: Path | No
     for title in ("The learning rate of finetune's defaults", "Linear probe", "Fine-tuning"):
         if title in sections:
             lines += [sections[title], ""]
-    published = load_literature().lookup("ncbi-disease", "f1").get("bio-electra")
-    ncbi = _ncbi_test_f1(finetune)
-    lines += ["## Intended use", "",
-              "A starting point for biomedical token and sequence classification on small machines, offline, and a "
-              "measured example of what a short ELECTRA pre-training buys over a randomly initialised encoder of the "
-              "same shape. For the accuracy of the published models, convert a Bio-ELECTRA checkpoint "
-              "(`bioelectra convert`) or pre-train longer with the same recipe.", "",
-              "## Limitations", "",
-              f"- Short pre-training: {num(flops, '.3g')} FLOPs (the Trainer's estimate)"
-              + (f", about 1/{ELECTRA_SMALL_FLOPS / flops:,.0f} of the original ELECTRA-Small's 1.4e18 (ELECTRA paper, Table 1)"
-                 if flops else "") + ".",
-              f"- NCBI-disease test F1 {num(ncbi, '.2f')} with `finetune`'s defaults"
-              + (f", against {published.value:.2f} for {published.model_name} (its source and protocol: "
-                 f"`downstream/data/literature.json`, `{published.source}`)" if published else "")
-              + ".",
-              f"- {case.capitalize()}" + (": capitalisation, which carries information in gene and chemical names, is lost."
-                                          if lower else "."),
-              "- English biomedical text only (the sources below): no clinical notes, no other languages.",
-              "- Not for clinical decisions.", "",
-              "## " + ("Corpus and attribution" if "Corpus and attribution" in sections else "Corpus"), "",
-              sections.get("Corpus and attribution", "-"), "",
-              "No benchmark development or test text was pre-trained on: `recipes/shared_corpus.py` drops the documents "
-              "the shared corpus flags as overlapping evaluation sets, and leaves out PubMedQA, a benchmark here. The "
-              "vocabulary was trained on the same text. The model inherits the terms of its sources (the table's last "
-              "column): research use; the NLM terms and conditions for MEDLINE / PubMed text; each licence as stated.", ""]  # fmt: skip
+    lines += _use_limits_and_corpus(finetune, sections, flops=flops, case=case, lower=lower)
     return "\n".join(lines)
