@@ -98,28 +98,28 @@ def _use_limits_and_corpus(
     published = load_literature().lookup("ncbi-disease", "f1").get("bio-electra")
     ncbi = _ncbi_test_f1(finetune)
     return ["## Intended use", "",
-              "A starting point for biomedical token and sequence classification on small machines, offline, and a "
-              "measured example of what a short ELECTRA pre-training buys over a randomly initialised encoder of the "
-              "same shape. For the accuracy of the published models, convert a Bio-ELECTRA checkpoint "
-              "(`bioelectra convert`) or pre-train longer with the same recipe.", "",
-              "## Limitations", "",
-              f"- Short pre-training: {num(flops, '.3g')} FLOPs (the Trainer's estimate)"
-              + (f", about 1/{ELECTRA_SMALL_FLOPS / flops:,.0f} of the original ELECTRA-Small's 1.4e18 (ELECTRA paper, Table 1)"
-                 if flops else "") + ".",
-              f"- NCBI-disease test F1 {num(ncbi, '.2f')} with `finetune`'s defaults"
-              + (f", against {published.value:.2f} for {published.model_name} (its source and protocol: "
-                 f"`downstream/data/literature.json`, `{published.source}`)" if published else "")
-              + ".",
-              f"- {case.capitalize()}" + (": capitalisation, which carries information in gene and chemical names, is lost."
-                                          if lower else "."),
-              "- English biomedical text only (the sources below): no clinical notes, no other languages.",
-              "- Not for clinical decisions.", "",
-              "## " + ("Corpus and attribution" if "Corpus and attribution" in sections else "Corpus"), "",
-              sections.get("Corpus and attribution", "-"), "",
-              "No benchmark development or test text was pre-trained on: `recipes/shared_corpus.py` drops the documents "
-              "the shared corpus flags as overlapping evaluation sets, and leaves out PubMedQA, a benchmark here. The "
-              "vocabulary was trained on the same text. The model inherits the terms of its sources (the table's last "
-              "column): research use; the NLM terms and conditions for MEDLINE / PubMed text; each licence as stated.", ""]  # fmt: skip
+            "A starting point for biomedical token and sequence classification on small machines, offline, and a "
+            "measured example of what a short ELECTRA pre-training buys over a randomly initialised encoder of the "
+            "same shape. For the accuracy of the published models, convert a Bio-ELECTRA checkpoint "
+            "(`bioelectra convert`) or pre-train longer with the same recipe.", "",
+            "## Limitations", "",
+            f"- Short pre-training: {num(flops, '.3g')} FLOPs (the Trainer's estimate)"
+            + (f", about 1/{ELECTRA_SMALL_FLOPS / flops:,.0f} of the original ELECTRA-Small's 1.4e18 (ELECTRA paper, Table 1)"
+               if flops else "") + ".",
+            f"- NCBI-disease test F1 {num(ncbi, '.2f')} with `finetune`'s defaults"
+            + (f", against {published.value:.2f} for {published.model_name} (its source and protocol: "
+               f"`downstream/data/literature.json`, `{published.source}`)" if published else "")
+            + ".",
+            f"- {case.capitalize()}" + (": capitalisation, which carries information in gene and chemical names, is lost."
+                                        if lower else "."),
+            "- English biomedical text only (the sources below): no clinical notes, no other languages.",
+            "- Not for clinical decisions.", "",
+            "## " + ("Corpus and attribution" if "Corpus and attribution" in sections else "Corpus"), "",
+            sections.get("Corpus and attribution", "-"), "",
+            "No benchmark development or test text was pre-trained on: `recipes/shared_corpus.py` drops the documents "
+            "the shared corpus flags as overlapping evaluation sets, and leaves out PubMedQA, a benchmark here. The "
+            "vocabulary was trained on the same text. The model inherits the terms of its sources (the table's last "
+            "column): research use; the NLM terms and conditions for MEDLINE / PubMed text; each licence as stated.", ""]  # fmt: skip
 
 
 def model_card(results: Path, finetune: dict, report: str, *, shipped: Path | None = None) -> str:
