@@ -10,6 +10,8 @@ import json
 import random
 from pathlib import Path
 
+from transformers import TrainerCallback
+
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = [f"w{i}" for i in range(95)]
 
@@ -113,3 +115,15 @@ def _empty_split(split_dir: Path, schema) -> None:
     state = json.loads(state_file.read_text())
     state["_data_files"] = [{"filename": name}]
     state_file.write_text(json.dumps(state))
+
+
+
+class Crash(TrainerCallback):
+    """Simulates a killed run: raises ``KeyboardInterrupt`` after ``at`` optimizer steps."""
+
+    def __init__(self, at: int):
+        self.at = at
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.at:
+            raise KeyboardInterrupt("simulated kill")

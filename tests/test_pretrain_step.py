@@ -6,8 +6,7 @@ import json
 
 import pytest
 import torch
-from pretrain_fixture import make_data_dir, tiny_hparams
-from transformers import TrainerCallback
+from pretrain_fixture import Crash, make_data_dir, tiny_hparams
 
 from bioelectra.configuration import ElectraPretrainingConfig
 from bioelectra.masking import ElectraMaskingCollator, max_predictions_per_seq
@@ -184,24 +183,13 @@ def test_pretrain_train_with_the_whole_step_logs_the_trainers_losses(data_dir, t
     assert {float(s["step"]) for s in state.values()} == {4.0}  # the update counts, saved with the moments
 
 
-class _Crash(TrainerCallback):
-    """A killed run: raise after ``at`` optimizer steps."""
-
-    def __init__(self, at: int):
-        self.at = at
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step == self.at:
-            raise KeyboardInterrupt("simulated kill")
-
-
 def test_pretrain_train_whole_step_resumes(data_dir, tmp_path):
     """A run of the whole step killed after its checkpoint at step 2 resumes to the same step-4 loss as a run
     that was never stopped (its optimizer state, step counts included, restored from the checkpoint)."""
     hp = tiny_hparams(max_steps=4, save_steps=2, logging_steps=1, train_step="whole")
     run_pretraining(data_dir=data_dir, output_dir=tmp_path / "straight", hparams=hp)
     with pytest.raises(KeyboardInterrupt):
-        run_pretraining(data_dir=data_dir, output_dir=tmp_path / "resumed", hparams=hp, callbacks=[_Crash(3)])
+        run_pretraining(data_dir=data_dir, output_dir=tmp_path / "resumed", hparams=hp, callbacks=[Crash(3)])
     assert sorted(p.name for p in (tmp_path / "resumed").glob("checkpoint-*")) == ["checkpoint-2"]
     summary = run_pretraining(data_dir=data_dir, output_dir=tmp_path / "resumed", hparams=hp)
     assert summary["global_step"] == 4

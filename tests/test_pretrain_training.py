@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from pretrain_fixture import make_data_dir, tiny_hparams
+from pretrain_fixture import Crash, make_data_dir, tiny_hparams
 from transformers import TrainerCallback
 
 from bioelectra.optimization import electra_lr_lambda
@@ -260,17 +260,6 @@ def test_training_logs_carry_the_speed_and_the_data_wait(data_dir, tmp_path):
     assert not any("steps_per_second" in h for h in trainer.state.log_history if "eval_step" in h)
 
 
-class _Crash(TrainerCallback):
-    """Simulates a killed run: raise after ``at`` optimizer steps."""
-
-    def __init__(self, at: int):
-        self.at = at
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step == self.at:
-            raise KeyboardInterrupt("simulated kill")
-
-
 def _lr_log(output_dir, step):
     state = json.loads((output_dir / f"checkpoint-{step}" / "trainer_state.json").read_text())
     return {h["step"]: h["learning_rate"] for h in state["log_history"] if "learning_rate" in h}
@@ -281,7 +270,7 @@ def test_rerun_resumes_an_interrupted_run_with_its_schedule(data_dir, tmp_path):
     out = tmp_path / "out"
     hp = tiny_hparams(max_steps=6, save_steps=3, warmup_steps=2, learning_rate=1e-3)
     with pytest.raises(KeyboardInterrupt):
-        run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp, callbacks=[_Crash(4)])
+        run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp, callbacks=[Crash(4)])
     assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-3"]
     # the same call again: continues from step 3 to 6
     summary = run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp)
@@ -444,7 +433,7 @@ def test_a_kill_during_a_checkpoint_save_never_blocks_the_rerun(data_dir, tmp_pa
     out = tmp_path / "out"
     hp = tiny_hparams(max_steps=6, save_steps=2, warmup_steps=2, save_total_limit=5)
     with pytest.raises(KeyboardInterrupt):
-        run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp, callbacks=[_Crash(5)])
+        run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp, callbacks=[Crash(5)])
     broken = out / "checkpoint-4"
     if damage in ("trainer_state.json", "optimizer.pt"):
         (broken / damage).unlink()
@@ -731,7 +720,7 @@ def test_tied_generator_trains_resumes_and_stays_tied(data_dir, tmp_path, traine
     out = tmp_path / "out"
     hp = tiny_hparams(max_steps=4, save_steps=2, untied_generator=False, learning_rate=1e-3)
     with pytest.raises(KeyboardInterrupt):
-        run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp, callbacks=[_Crash(3)])
+        run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp, callbacks=[Crash(3)])
     first = load_pretraining_model(out / "checkpoint-2")
     assert first.generator.electra is first.discriminator.electra
     assert run_pretraining(data_dir=data_dir, output_dir=out, hparams=hp)["global_step"] == 4
