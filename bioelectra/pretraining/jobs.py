@@ -286,18 +286,14 @@ def _initial_model(
     """The model a run starts from: built from the hparams, or ``--init-from`` (a discriminator alone, or a
     whole pre-training checkpoint), or, when ``output_dir`` holds checkpoints, the architecture of the one
     resumed (weights are then restored by the Trainer)."""
-    alone = discriminator_alone(init_from) if init_from is not None and resume is None else None
-    if alone is not None:  # a shipped model, or an export whose generator was not kept
-        model = build_model(
-            model_size, hp, vocab_size=len(data.tokenizer), pad_token_id=data.tokenizer.pad_token_id
-        )
-        load_discriminator_into(model, alone)  # another shape (the vocabulary's size included): ValueError
-        logger.info(
-            "--init-from %s: a discriminator alone; the generator's own layers start from their initialisation",
-            init_from,
-        )
-        _check_init_from_vocab(Path(init_from), data.tokenizer)
-    elif init_from is not None and resume is None:
+    if init_from is not None and resume is not None:
+        logger.warning("%s holds checkpoints: resuming from %s, --init-from ignored", output_dir, resume)
+        # the architecture came from --init-from, not from the hparams: take it from the checkpoint
+        model = load_pretraining_model(resume, **_objective_kwargs(hp))
+        model.config._attn_implementation = hp.attn_implementation
+        return model
+    alone = discriminator_alone(init_from) if init_from is not None else None
+    if init_from is not None and alone is None:  # a whole pre-training checkpoint or export
         model = load_pretraining_model(init_from, **_objective_kwargs(hp))
         model.config._attn_implementation = hp.attn_implementation
         if model.config.discriminator_config.vocab_size != len(data.tokenizer):
@@ -305,16 +301,18 @@ def _initial_model(
                 f"--init-from {init_from}: vocabulary of {model.config.discriminator_config.vocab_size} "
                 f"entries, the data's tokenizer has {len(data.tokenizer)}"
             )
-        _check_init_from_vocab(Path(init_from), data.tokenizer)
-    elif init_from is not None:
-        logger.warning("%s holds checkpoints: resuming from %s, --init-from ignored", output_dir, resume)
-        # the architecture came from --init-from, not from the hparams: take it from the checkpoint
-        model = load_pretraining_model(resume, **_objective_kwargs(hp))
-        model.config._attn_implementation = hp.attn_implementation
     else:
         model = build_model(
             model_size, hp, vocab_size=len(data.tokenizer), pad_token_id=data.tokenizer.pad_token_id
         )
+    if alone is not None:  # a shipped model, or an export whose generator was not kept
+        load_discriminator_into(model, alone)  # another shape (the vocabulary's size included): ValueError
+        logger.info(
+            "--init-from %s: a discriminator alone; the generator's own layers start from their initialisation",
+            init_from,
+        )
+    if init_from is not None:
+        _check_init_from_vocab(Path(init_from), data.tokenizer)
     return model
 
 
