@@ -111,7 +111,7 @@ def test_train_hparams_fit_the_schedule_to_the_minutes(tmp_path):
     assert hp["fit_schedule_to_time"] is True and hp["max_train_seconds"] == 600.0
     assert hp["max_steps"] == c.FITTED_MAX_STEPS and hp["warmup_steps"] == 1000  # the library fits the warmup
     assert hp["learning_rate"] == TINY["learning_rate"] and "model_size" not in hp and "torch_compile" not in hp
-    from bioelectra.training import resolve_hparams
+    from bioelectra.pretraining import resolve_hparams
 
     assert resolve_hparams("small", hp).fit_schedule_to_time  # valid hparams for pretrain train
     args.steps = 510  # a fixed schedule: the warmup is capped at a quarter of it, to the recipe's peak

@@ -355,7 +355,7 @@ def run_finetuning(
     """The original run_finetuning.py command line: each task of task_names through finetune's trial runner,
     results also in DATA_DIR/models/<model-name>/results/<task>_results.txt (the original's format)."""
     _setup_logging(verbose)
-    from bioelectra.training import parse_hparams_arg
+    from bioelectra.pretraining import parse_hparams_arg
     from downstream.errors import DownstreamError
     from downstream.original import run_original_finetuning
     from downstream.settings import FinetuneSettings

@@ -271,7 +271,7 @@ def cmd_ship(args) -> None:
     import torch
     from transformers import AutoTokenizer, ElectraForPreTraining
 
-    from bioelectra.training import write_vocab_txt
+    from bioelectra.pretraining import write_vocab_txt
 
     source = args.export / "discriminator"
     target = args.target
