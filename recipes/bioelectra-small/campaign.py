@@ -385,9 +385,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-unread-folders", action="store_true", help="pack although a corpus folder has no reader")
     p.add_argument("--init-from", type=Path, default=None,
                    help="an export (discriminator/ + generator/) to continue from: packed in bfloat16, with its vocabulary")  # fmt: skip
-    p.add_argument("--init-generator", type=Path, default=None,
-                   help="the generator of an --init-from that is a discriminator alone (default with the shipped model: "
-                   "the one ship kept, recipes/bioelectra-small/generator, where present)")  # fmt: skip
+    p.add_argument("--init-generator", type=Path, default=None, help="the generator of a discriminator-alone --init-from (default for the shipped model: the one ship kept, where present)")  # fmt: skip
 
     p = stage("setup", cmd_setup, "install wheels, unpack packs, record the machine (device)")
     p.add_argument("--pack", type=Path, action="append", default=[])
