@@ -730,7 +730,8 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     assert model.config.hidden_size == 32
 
     shipped = tmp_path / "assets" / "bioelectra-small"
-    campaign("ship", "--export", here / "export", "--target", shipped)
+    campaign("ship", "--export", here / "export", "--target", shipped, "--generator-target", tmp_path / "generator")
+    assert json.loads((tmp_path / "generator" / "config.json").read_text())["architectures"] == ["ElectraForMaskedLM"]
     from safetensors import safe_open
 
     with safe_open(shipped / "model.safetensors", "pt") as f:
