@@ -271,8 +271,8 @@ def finetune(
         "max_seq_length": max_seq_length, "warmup_ratio": warmup_ratio, "weight_decay": weight_decay,
         "layerwise_lr_decay": layerwise_lr_decay, "optimizer": optimizer.value if optimizer else None,
         "dropout": dropout, "doc_stride": doc_stride, "max_query_length": max_query_length,
-        "max_answer_length": max_answer_length, "n_best_size": n_best_size,
-        "null_score_threshold": null_score_threshold, "null_window_fraction": null_window_fraction, "metric": metric,
+        "max_answer_length": max_answer_length, "n_best_size": n_best_size, "metric": metric,
+        "null_score_threshold": null_score_threshold, "null_window_fraction": null_window_fraction, "double_unordered": double_unordered,
     }  # fmt: skip
     try:
         settings = settings_from_options(
@@ -284,14 +284,12 @@ def finetune(
                 "precision": precision.value, "iob1_policy": iob1.value, "max_train_examples": max_train_examples,
                 "fold": fold, "re_head": re_head.value, "dev_fraction": dev_fraction, "dev_split_seed": dev_split_seed,
                 "micro_batch_tokens": micro_batch_tokens, "entity_type": entity_type, "report_to": report_to,
-                **({"double_unordered": double_unordered} if double_unordered is not None else {}),
             },  # fmt: skip
             protocol=protocol,
             checkpoint=lambda: resolve_checkpoint(ckpt, out),
             default_learning_rate=lambda: default_learning_rate(ckpt),
-            on_default_learning_rate=lambda rate: console.print(
-                f"learning rate {rate:g} (the default for --ckpt {ckpt}; set --learning-rate to change it)"
-            ),
+            on_default_learning_rate=lambda rate: console.print(f"learning rate {rate:g} (the default for --ckpt {ckpt}; "
+                                                                "set --learning-rate to change it)"),
             checked={"folds": folds},
         )
         if find_lr:
