@@ -41,6 +41,8 @@ def test_the_task_comes_from_the_dataset_or_the_folder_name():
     assert GlueTask.spec_of(_settings("glue", "sst", Path("data/anything"))).name == "sst-2"
     with pytest.raises(DownstreamError, match="give --dataset to say which GLUE task"):
         GlueTask.spec_of(_settings("glue", None, Path("data/mine")))
+    with pytest.raises(DownstreamError, match="unknown GLUE task 'rtee'"):
+        GlueTask.spec_of(_settings("glue", "rtee", Path("data/glue/RTE")))  # a wrong name is not overridden by the folder
 
 
 def test_a_named_task_without_data_says_where_glue_is(tmp_path, monkeypatch):

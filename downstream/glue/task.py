@@ -286,16 +286,12 @@ class GlueTask(ClassifierTask):
         """The GLUE task of ``settings``: ``dataset``, else the name of ``data_dir`` (GLUE's folder names).
 
         Raises:
-            DownstreamError: neither names a GLUE task.
+            DownstreamError: an unknown ``dataset``, or no dataset and a folder name that is no GLUE task.
         """
-        for name in (
-            settings.dataset,
-            Path(settings.data_dir).name if settings.data_dir is not None else None,
-        ):
-            if is_glue_name(name):
-                return glue_spec(name)
         if settings.dataset:
             return glue_spec(settings.dataset)
+        if settings.data_dir is not None and is_glue_name(Path(settings.data_dir).name):
+            return glue_spec(Path(settings.data_dir).name)
         raise DownstreamError(
             f"--data-dir {settings.data_dir}: give --dataset to say which GLUE task it holds ({', '.join(GLUE_TASKS)})"
         )
