@@ -37,7 +37,8 @@ logger = logging.getLogger(__name__)
 #: Suites by name: the registered datasets of each kind's suite (``Task.suite``; "qa": extractive and yes/no).
 SUITES: dict[str, list[str]] = {kind_class.suite: [] for kind_class in TASKS.values()}
 for _name, _spec in DATASETS.items():
-    SUITES[task_class(_spec.task).suite].append(_name)
+    if _spec.in_suites:
+        SUITES[task_class(_spec.task).suite].append(_name)
 SUITES["all"] = [name for suite in list(SUITES) for name in SUITES[suite]]
 
 #: Where each dataset lies under a ``--data-root`` laid out like ``../shared/data`` (its SOURCES.md).
@@ -48,6 +49,7 @@ DATA_ROOT_LAYOUT = {
     "pubmedqa": "corpus/pubmedqa-pqal",
     "bioasq-factoid": "qa/bioasq",
     "bioasq-yesno": "qa/bioasq",
+    "chunk": "chunk/conll2000",
 }
 
 #: BLURB's datasets by task type (Gu et al. 2021, Table 2), those we have.
