@@ -7,7 +7,12 @@ task of ``task_names`` through this package's trial runner:
   folder does not exist, ``NAME`` is read as ``finetune --ckpt`` reads it (a shipped model, a size preset,
   a hub id);
 - a task's data is ``DATA_DIR/finetuning_data/<task>/`` when that folder exists, else the registered
-  benchmark of that name;
+  benchmark of that name; the original's ``chunk`` (CoNLL-2000, ``train.txt`` / ``dev.txt``: the NER kind),
+  ``squad`` / ``squadv1`` (``train.json`` / ``dev.json``) and MRQA names (``newsqa``, ``naturalqs``,
+  ``triviaqa``, ``searchqa`` and the shared task's other sets: ``train.jsonl`` / ``dev.jsonl``; the QA kind)
+  are known by name (:data:`ORIGINAL_TASK_KINDS`), with the original's single-task defaults
+  (:func:`original_task_defaults`) and, for QA, its ``doc_stride`` / ``max_query_length`` /
+  ``max_answer_length`` / ``n_best_size``; their dev file is the test split too (the original scores dev);
 - the original's fine-tuning hyper-parameters (``configure_finetuning.py``, ``FinetuningConfig``) map onto
   ``finetune``'s settings, with the original's defaults for the keys not given (``finetune``'s ``electra``
   protocol: learning rate 1e-4, layer-wise decay 0.8, 3 epochs, warmup 0.1, batch 32, the original
@@ -63,6 +68,26 @@ ONLY: dict[str, Any] = {"do_eval": True}
 #: ``do_train: false`` (with ``do_eval: true``) scores ``init_checkpoint``, a fine-tuned model, without training.
 OTHER: frozenset[str] = frozenset({"task_names", "model_size", "do_train", "init_checkpoint"})
 SIZES = ("small", "base", "large")
+#: The original's task names of CoNLL-2000 chunking and SQuAD / MRQA (``finetune/task_builder.py``; ``squad`` is
+#: 1.1 or 2.0 by its file here, ``squadv1`` the same) and the MRQA shared task's other sets, with their kind:
+#: read from ``finetuning_data/<task>/`` (``train.txt`` / ``dev.txt``; ``train.json`` / ``dev.json``;
+#: ``train.jsonl`` / ``dev.jsonl``, ``.gz`` accepted), ``chunk`` else from the registered dataset.
+ORIGINAL_TASK_KINDS: dict[str, str] = {
+    "chunk": "ner",
+    **dict.fromkeys(("squad", "squadv1", "newsqa", "naturalqs", "triviaqa", "searchqa", "hotpotqa", "bioasq", "drop",
+                     "duorc", "race", "relationextraction", "textbookqa"), "qa"),
+}  # fmt: skip
+#: Question answering keys of ``FinetuningConfig`` that map onto ``finetune``'s (same names) for QA tasks.
+QA_MAPPED = ("doc_stride", "max_query_length", "max_answer_length", "n_best_size")
+
+
+def original_task_defaults(task: str) -> dict[str, Any]:
+    """``configure_finetuning.py``'s single-task defaults of the QA and chunking tasks (``"squad"`` or ``"qa"`` in
+    the name: 512 sub-tokens, 2 epochs; ``chunk``: 256 sub-tokens), for the keys ``--hparams`` does not give.
+    Each task here is a model of its own, so each gets them (the original applies them to a one-task run)."""
+    if "squad" in task or "qa" in task:
+        return {"max_seq_length": 512, "num_train_epochs": 2.0}
+    return {"max_seq_length": 256} if task == "chunk" else {}
 
 
 @dataclasses.dataclass
@@ -70,7 +95,7 @@ class OriginalRun:
     """One task of a ``run_finetuning.py`` command, resolved: what to run and where results go."""
 
     task: str
-    kind: str  # "ner" or "re"
+    kind: str  # a task kind of downstream.kinds: "ner", "re", "qa" ...
     dataset: str | None
     data_dir: Path | None
     settings: dict[str, Any]
@@ -125,24 +150,38 @@ def plan_original_runs(
     for task in tasks:
         folder = data_dir / "finetuning_data" / task
         spec = DATASETS.get(task)
+        if not folder.is_dir() and spec is None and task in ORIGINAL_TASK_KINDS:
+            expected = "train.json and dev.json" if "squad" in task else "train.jsonl and dev.jsonl (.gz accepted)"
+            raise ValueError(f"task {task!r}: no folder {folder} (expected {expected} there, as the original reads them)")
         if not folder.is_dir() and spec is None:
             raise ValueError(
                 f"task {task!r}: no folder {folder} and not a registered benchmark "
                 f"({', '.join(sorted(DATASETS))})"
             )
-        kind = spec.task if spec is not None else _guess_kind(folder)
+        kind = ORIGINAL_TASK_KINDS.get(task) or (spec.task if spec is not None else _guess_kind(folder))
+        task_settings = {**settings, **_original_task_settings(task, kind, hparams)}
         runs.append(
             OriginalRun(
                 task=task,
                 kind=kind,
                 dataset=None if folder.is_dir() else task,
                 data_dir=folder if folder.is_dir() else None,
-                settings=dict(settings),
+                settings=task_settings,
                 output_dir=output_root / "finetuning_models" / f"{task}_model",
                 results_txt=output_root / "results" / f"{task}_results.txt",
             )
         )
+    if any(run.kind == "qa" for run in runs):
+        ignored = {k: v for k, v in ignored.items() if k not in QA_MAPPED}
     return runs, ignored
+
+
+def _original_task_settings(task: str, kind: str, hparams: Mapping[str, Any]) -> dict[str, Any]:
+    """A task's own settings: the original's single-task defaults (:func:`original_task_defaults`) where
+    ``hparams`` does not set the key, and, for question answering, the QA keys ``hparams`` gives."""
+    defaults = {MAPPED[k]: v for k, v in original_task_defaults(task).items() if k not in hparams}
+    qa = {k: hparams[k] for k in QA_MAPPED if k in hparams} if kind == "qa" else {}
+    return {**defaults, **qa}
 
 
 def _guess_kind(folder: Path) -> str:
@@ -166,7 +205,7 @@ def original_results_lines(task: str, report: Mapping[str, Any]) -> list[str]:
     for trial in report.get("trials", []):
         dev = trial.get("dev") or {}
         parts = []
-        for key in ("precision", "recall", "f1", "micro_f1", "accuracy"):
+        for key in ("exact_match", "precision", "recall", "f1", "micro_f1", "accuracy"):
             if isinstance(dev.get(key), int | float):
                 parts.append(f"{key}: {100 * dev[key]:.2f}")
         if isinstance(dev.get("loss"), int | float):
