@@ -90,6 +90,8 @@ def locate(name: str, data_root: Path | None) -> tuple[dict[str, Any] | None, st
         if folder.is_dir() and any(folder.iterdir()):
             return {"data_dir": folder}, f"--data-root: {folder}"
         return None, f"not shipped, not cached, not in {folder}"
+    if get_spec(name).get_from:
+        return None, f"not cached, never downloaded (give --data-root; get it from {get_spec(name).get_from})"
     return None, "not shipped, not cached (give --data-root, or run finetune once online to cache it)"
 
 
