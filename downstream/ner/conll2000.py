@@ -45,8 +45,9 @@ _EXPECTED = "'word POS chunk-tag' (3 space-separated columns, CoNLL-2000)"
 def is_conll2000_file(path: str | Path) -> bool:
     """Whether ``path`` looks like a CoNLL-2000 file: its first non-blank line has no tab and three
     space-separated columns, the last an IOB tag. (BioBERT's NER files are tab-separated.)"""
+    lines = iter_lines(Path(path), error=DataFormatError)
     try:
-        for line in iter_lines(Path(path), error=DataFormatError):
+        for line in lines:
             line = line.rstrip("\r\n")
             if not line.strip():
                 continue
@@ -57,6 +58,8 @@ def is_conll2000_file(path: str | Path) -> bool:
             return True
     except (DataFormatError, UnicodeDecodeError, ValueError):
         return False
+    finally:
+        lines.close()  # the file, left after its first line
     return False
 
 
