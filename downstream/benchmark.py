@@ -37,7 +37,8 @@ logger = logging.getLogger(__name__)
 #: Suites by name: the registered datasets of each kind's suite (``Task.suite``; "qa": extractive and yes/no).
 SUITES: dict[str, list[str]] = {kind_class.suite: [] for kind_class in TASKS.values()}
 for _name, _spec in DATASETS.items():
-    SUITES[task_class(_spec.task).suite].append(_name)
+    if _spec.in_suites:
+        SUITES[task_class(_spec.task).suite].append(_name)
 SUITES = {suite: names for suite, names in SUITES.items() if names}  # GLUE: no registered dataset, no suite yet
 SUITES["all"] = [name for suite in list(SUITES) for name in SUITES[suite]]
 
@@ -49,6 +50,7 @@ DATA_ROOT_LAYOUT = {
     "pubmedqa": "corpus/pubmedqa-pqal",
     "bioasq-factoid": "qa/bioasq",
     "bioasq-yesno": "qa/bioasq",
+    "chunk": "chunk/conll2000",
 }
 
 #: BLURB's datasets by task type (Gu et al. 2021, Table 2), those we have.
@@ -89,6 +91,8 @@ def locate(name: str, data_root: Path | None) -> tuple[dict[str, Any] | None, st
         if folder.is_dir() and any(folder.iterdir()):
             return {"data_dir": folder}, f"--data-root: {folder}"
         return None, f"not shipped, not cached, not in {folder}"
+    if get_spec(name).get_from:
+        return None, f"not cached, never downloaded (give --data-root; get it from {get_spec(name).get_from})"
     return None, "not shipped, not cached (give --data-root, or run finetune once online to cache it)"
 
 

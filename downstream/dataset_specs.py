@@ -35,6 +35,9 @@ class DatasetSpec:
             ``entity_types`` (see :meth:`tag_entity_type`).
         split_files: the files of each part in the dataset's folder, where the folder holds more than one
             dataset's files (BioBERT's ``datasets/QA/BioASQ/``): ``{"train": name, "test": name, "golden": name}``.
+        in_suites: whether ``bioelectra benchmark``'s kind suites (``ner``, ``all`` ...) hold it; ``False`` for
+            the general-domain sets of the original ELECTRA code (CoNLL-2000 chunking), named on their own.
+        get_from: for a dataset that is never downloaded (no ``archive_url`` nor ``files``): where to get it.
     """
 
     name: str
@@ -52,6 +55,8 @@ class DatasetSpec:
     labels: tuple[str, ...] = ()
     untyped_entity_type: str | None = None
     split_files: dict[str, str] = field(default_factory=dict)
+    in_suites: bool = True
+    get_from: str = ""
 
     def tag_entity_type(self) -> str | None:
         """The entity type written into this dataset's bare ``B`` / ``I`` tags: ``untyped_entity_type``, else
@@ -332,5 +337,31 @@ YESNO_DATASETS: dict[str, DatasetSpec] = {
     ]
 }
 
+#: CoNLL-2000 chunking (the original ELECTRA code's ``chunk`` task), a dataset of the NER kind: IOB2 tags, phrases
+#: scored as entities (conlleval). Never downloaded (Penn Treebank WSJ text): ``get_from`` says where it is.
+#: SHA-256 of the shared task's files, gunzipped (../shared/data/chunk/PROVENANCE.md).
+CHUNK_DATASETS: dict[str, DatasetSpec] = {
+    "chunk": DatasetSpec(
+        name="chunk",
+        task="ner",
+        title="CoNLL-2000 chunking (WSJ sections 15-18 train, 20 test; dev is the test set)",
+        entity_types=("ADJP", "ADVP", "CONJP", "INTJ", "LST", "NP", "PP", "PRT", "SBAR", "UCP", "VP"),
+        archive_url="",
+        archive_member="",
+        original_url="https://www.clips.uantwerpen.be/conll2000/chunking/",
+        citation="Tjong Kim Sang and Buchholz, Introduction to the CoNLL-2000 Shared Task: Chunking, CoNLL 2000",
+        sha256={
+            "train.txt": "82033cd7a72b209923a98007793e8f9de3abc1c8b79d646c50648eb949b87cea",
+            "test.txt": "73b7b1e565fa75a1e22fe52ecdf41b6624d6f59dacb591d44252bf4d692b1628",
+        },
+        in_suites=False,
+        get_from=(
+            "the shared task's page https://www.clips.uantwerpen.be/conll2000/chunking/ (train.txt.gz, test.txt.gz), "
+            "or NLTK's conll2000 corpus (python -m nltk.downloader conll2000)"
+        ),
+    ),
+}
+
 #: Every registered dataset, by name.
 DATASETS: dict[str, DatasetSpec] = {**NER_DATASETS, **RE_DATASETS, **QA_DATASETS, **YESNO_DATASETS}
+DATASETS.update(CHUNK_DATASETS)

@@ -9,7 +9,12 @@ task of ``task_names`` through this package's trial runner:
 - a task's data is ``DATA_DIR/finetuning_data/<task>/`` when that folder exists, else the registered
   benchmark of that name; a task name that a task kind claims (its ``original_task_names``: GLUE's ``cola``,
   ``sst``, ``mrpc``, ``sts``, ``qqp``, ``mnli``, ``qnli``, ``rte``) runs that kind, reading that folder in
-  the original's layout (``train.tsv`` / ``dev.tsv``; no test file needed), else the kind's own location;
+  the original's layout (``train.tsv`` / ``dev.tsv``; no test file needed), else the kind's own location; the original's ``chunk`` (CoNLL-2000,
+  ``train.txt`` / ``dev.txt``: the NER kind), ``squad`` / ``squadv1`` (``train.json`` / ``dev.json``) and MRQA
+  names (``newsqa``, ``naturalqs``, ``triviaqa``, ``searchqa`` and the shared task's other sets: ``train.jsonl``
+  / ``dev.jsonl``; the QA kind) are known by name (:data:`ORIGINAL_TASK_KINDS`), with the original's
+  single-task defaults (:func:`original_task_defaults`) and, for QA, its ``doc_stride`` / ``max_query_length``
+  / ``max_answer_length`` / ``n_best_size``; their dev file is the test split too (the original scores dev);
 - the original's fine-tuning hyper-parameters (``configure_finetuning.py``, ``FinetuningConfig``) map onto
   ``finetune``'s settings, with the original's defaults for the keys not given (``finetune``'s ``electra``
   protocol: learning rate 1e-4, layer-wise decay 0.8, 3 epochs, warmup 0.1, batch 32, the original
@@ -35,8 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from bioelectra.textio import atomic_write_text
-from downstream.kinds import task_class
+from downstream.kinds import TASKS, task_class
 from downstream.settings import PROTOCOLS
+from downstream.task import TaskKind
 
 #: ``FinetuningConfig``'s keys that map onto ``FinetuneSettings`` fields.
 MAPPED: dict[str, str] = {
@@ -71,6 +77,26 @@ ONLY: dict[str, Any] = {"do_eval": True}
 #: ``do_train: false`` (with ``do_eval: true``) scores ``init_checkpoint``, a fine-tuned model, without training.
 OTHER: frozenset[str] = frozenset({"task_names", "model_size", "do_train", "init_checkpoint"})
 SIZES = ("small", "base", "large")
+#: The original's task names of CoNLL-2000 chunking and SQuAD / MRQA (``finetune/task_builder.py``; ``squad`` is
+#: 1.1 or 2.0 by its file here, ``squadv1`` the same) and the MRQA shared task's other sets, with their kind:
+#: read from ``finetuning_data/<task>/`` (``train.txt`` / ``dev.txt``; ``train.json`` / ``dev.json``;
+#: ``train.jsonl`` / ``dev.jsonl``, ``.gz`` accepted), ``chunk`` else from the registered dataset.
+ORIGINAL_TASK_KINDS: dict[str, str] = {
+    "chunk": "ner",
+    **dict.fromkeys(("squad", "squadv1", "newsqa", "naturalqs", "triviaqa", "searchqa", "hotpotqa", "bioasq", "drop",
+                     "duorc", "race", "relationextraction", "textbookqa"), "qa"),
+}  # fmt: skip
+#: Question answering keys of ``FinetuningConfig`` that map onto ``finetune``'s (same names) for QA tasks.
+QA_MAPPED = ("doc_stride", "max_query_length", "max_answer_length", "n_best_size")
+
+
+def original_task_defaults(task: str) -> dict[str, Any]:
+    """``configure_finetuning.py``'s single-task defaults of the QA and chunking tasks (``"squad"`` or ``"qa"`` in
+    the name: 512 sub-tokens, 2 epochs; ``chunk``: 256 sub-tokens), for the keys ``--hparams`` does not give.
+    Each task here is a model of its own, so each gets them (the original applies them to a one-task run)."""
+    if "squad" in task or "qa" in task:
+        return {"max_seq_length": 512, "num_train_epochs": 2.0}
+    return {"max_seq_length": 256} if task == "chunk" else {}
 
 
 @dataclasses.dataclass
@@ -78,7 +104,7 @@ class OriginalRun:
     """One task of a ``run_finetuning.py`` command, resolved: what to run and where results go."""
 
     task: str
-    kind: str  # a task kind of downstream.kinds (ner, re, glue, ...)
+    kind: str  # a task kind of downstream.kinds (ner, re, qa, glue ...)
     dataset: str | None
     data_dir: Path | None
     settings: dict[str, Any]
@@ -134,13 +160,20 @@ def plan_original_runs(
         folder = data_dir / "finetuning_data" / task
         spec = DATASETS.get(task)
         claimed = original_task_kind(task)
+        if not folder.is_dir() and spec is None and task in ORIGINAL_TASK_KINDS:
+            expected = "train.json and dev.json" if "squad" in task else "train.jsonl and dev.jsonl (.gz accepted)"
+            raise ValueError(f"task {task!r}: no folder {folder} (expected {expected} there, as the original reads them)")
         if not folder.is_dir() and spec is None and claimed is None:
             raise ValueError(
                 f"task {task!r}: no folder {folder} and not a registered benchmark "
                 f"({', '.join(sorted(DATASETS))}) nor an original task name ({', '.join(original_task_names())})"
             )
-        kind = claimed or (spec.task if spec is not None else _guess_kind(folder))
-        run_settings = {**task_class(kind).dataset_defaults(task, folder if folder.is_dir() else None), **settings}
+        kind = claimed or ORIGINAL_TASK_KINDS.get(task) or (spec.task if spec is not None else _guess_kind(folder))
+        run_settings = {
+            **task_class(kind).dataset_defaults(task, folder if folder.is_dir() else None),
+            **settings,
+            **_original_task_settings(task, kind, hparams),
+        }
         runs.append(
             OriginalRun(
                 task=task,
@@ -152,22 +185,31 @@ def plan_original_runs(
                 results_txt=output_root / "results" / f"{task}_results.txt",
             )
         )
+    if any(run.kind == "qa" for run in runs):
+        ignored = {k: v for k, v in ignored.items() if k not in QA_MAPPED}
     return runs, ignored
 
 
 def original_task_kind(task: str) -> str | None:
     """The task kind that claims the original task name ``task`` (its ``original_task_names``), or ``None``.
     A kind that runs more of the original's tasks (chunking, SQuAD / MRQA) lists their names there."""
-    from downstream.kinds import TASKS
 
     return next((kind for kind, cls in TASKS.items() if task in getattr(cls, "original_task_names", ())), None)
 
 
 def original_task_names() -> list[str]:
     """Every original task name a task kind claims (see :func:`original_task_kind`)."""
-    from downstream.kinds import TASKS
 
     return [name for cls in TASKS.values() for name in getattr(cls, "original_task_names", ())]
+
+
+def _original_task_settings(task: str, kind: str, hparams: Mapping[str, Any]) -> dict[str, Any]:
+    """A task's own settings: the original's single-task defaults (:func:`original_task_defaults`) where
+    ``hparams`` does not set the key, and the QA keys ``hparams`` gives where the kind takes them (its
+    ``exclusive_options``: question answering)."""
+    defaults = {MAPPED[k]: v for k, v in original_task_defaults(task).items() if k not in hparams}
+    own = task_class(kind).exclusive_options
+    return {**defaults, **{k: hparams[k] for k in QA_MAPPED if k in hparams and k in own}}
 
 
 def _guess_kind(folder: Path) -> str:
@@ -187,7 +229,7 @@ def _guess_kind(folder: Path) -> str:
 #: The original's results keys printed as they are, not in percent (its ``RegressionScorer``'s mse).
 RAW_RESULT_KEYS = frozenset({"mse"})
 #: The results keys of a kind that does not name its own (``original_result_keys``).
-DEFAULT_RESULT_KEYS = ("precision", "recall", "f1", "micro_f1", "accuracy")
+DEFAULT_RESULT_KEYS = TaskKind.original_result_keys
 
 
 def original_results_lines(task: str, report: Mapping[str, Any], keys: tuple[str, ...] = DEFAULT_RESULT_KEYS) -> list[str]:

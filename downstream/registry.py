@@ -115,6 +115,13 @@ def _expected_files(spec: DatasetSpec, target: Path) -> str:
 
 
 def _unavailable_message(spec: DatasetSpec, target: Path, reason: str) -> str:
+    if spec.get_from:
+        return (
+            f"dataset {spec.name!r} ({spec.title}) is not available: {reason}.\n"
+            f"  Expected: {', '.join(spec.sha256)} in {target}\n"
+            f"  or pass --data-dir DIR pointing at such a folder.\n"
+            f"  It is not downloaded here; get it from {spec.get_from}."
+        )
     if spec.files:
         source = ", ".join(spec.files.values())
     else:
@@ -248,7 +255,7 @@ def locate_dataset(name: str, *, task: str | None = None, download: bool = True)
     cached = cache_root() / "datasets" / spec.name
     if cached.is_dir():
         return find_split_files(cached)
-    if not download:
+    if not download or spec.get_from:
         raise DatasetUnavailableError(_unavailable_message(spec, cached, "not in the cache"))
     return find_split_files(download_dataset(spec, cached))
 
@@ -303,7 +310,7 @@ def locate_dataset_dir(name: str, *, task: str | None = None, download: bool = T
     cached = cache_root() / "datasets" / spec.name
     if cached.is_dir():
         return cached
-    if not download:
+    if not download or spec.get_from:
         raise DatasetUnavailableError(_unavailable_message(spec, cached, "not in the cache"))
     if spec.files:
         return download_files(spec, cached)

@@ -68,8 +68,12 @@ def test_find_qa_files_layouts(tmp_path):
         write(tmp_path / "three" / name, squad(synthetic_articles(2, 1)))
     assert set(find_qa_files(tmp_path / "three")) == {"train", "dev", "test"}
     write(tmp_path / "two" / "train.json", squad(synthetic_articles(2, 1)))
-    with pytest.raises(DatasetUnavailableError, match="not both train.json and test.json"):
+    with pytest.raises(DatasetUnavailableError, match="not train.json with test.json or dev.json"):
         find_qa_files(tmp_path / "two")
+    for name in ("train.json", "dev.json"):  # the original ELECTRA layout: scored on dev, which is also the test split
+        write(tmp_path / "original" / name, squad(synthetic_articles(2, 1)))
+    layout = find_qa_files(tmp_path / "original")
+    assert layout["test"] == layout["dev"] == tmp_path / "original" / "dev.json"
     write(tmp_path / "two" / "test.json.gz", {})  # only the name matters here
     assert set(find_qa_files(tmp_path / "two")) == {"train", "test"}
     write(tmp_path / "many" / "a.json", {})

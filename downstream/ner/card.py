@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from downstream.ner.conll2000 import CHUNK_TYPES
 from downstream.ner.data import PIPELINE_AGGREGATION
 
 #: The card's pipeline tag, task name and Hub tag.
@@ -25,6 +26,8 @@ tagger("The patient was diagnosed with Duchenne muscular dystrophy and later dev
 model was trained on (the other sub-tokens of a word carry no label in training), and a `B-` tag followed by
 `I-` tags of the same type makes one entity. On whole documents, `bioelectra predict --model PATH file.txt`
 splits sentences and long sentences into windows (no text skipped) and writes JSONL, CoNLL or BRAT.'''
+    if labels and all(label == "O" or label[2:] in CHUNK_TYPES for label in labels):
+        return _chunking_sections(usage, labels, settings, f1_name)
     typed = settings.resolved_entity_type()
     labels_line = (
         f"## Labels\n\nIOB2 tags: {', '.join(f'`{label}`' for label in labels)}"
@@ -39,4 +42,21 @@ splits sentences and long sentences into windows (no text skipped) and writes JS
         "truncates longer texts unless given `stride`: use `bioelectra predict` on documents."
     )
     scores = f"{f1_name}, precision and recall (%), seqeval's entity-level scores (conlleval-compatible)"
+    return usage, labels_line, limits, scores
+
+
+def _chunking_sections(usage: str, labels: list[str], settings: Any, f1_name: str) -> tuple[str, str, str, str]:
+    """The card's texts for a CoNLL-2000 chunking model: chunk tags, phrases in place of entities."""
+    usage = usage.replace(
+        "The patient was diagnosed with Duchenne muscular dystrophy and later developed breast cancer.",
+        "Confidence in the pound is widely expected to take another sharp dive.",
+    ).replace("makes one entity", "makes one phrase (chunk)")
+    labels_line = f"## Labels\n\nIOB2 chunk tags of CoNLL-2000: {', '.join(f'`{label}`' for label in labels)}.\n\n"
+    limits = (
+        "- Trained on CoNLL-2000's Wall Street Journal sentences (Penn Treebank tokenisation, no POS tags given "
+        "to the model): other genres and tokenisations are not what it learnt.\n"
+        f"- Inputs of more than {settings.max_seq_length} sub-tokens were trained as windows; the pipeline "
+        "truncates longer texts unless given `stride`."
+    )
+    scores = f"{f1_name}, precision and recall (%), conlleval's phrase-level scores (seqeval's default mode)"
     return usage, labels_line, limits, scores

@@ -10,17 +10,17 @@ from typing import Any, ClassVar
 from downstream.errors import DownstreamError
 from downstream.ner.analysis import ner_classification_report, ner_errors
 from downstream.ner.card import CARD, card_sections
+from downstream.ner.conll2000 import find_tagging_files, is_conll2000_file, read_tagging_file
 from downstream.ner.data import (
     EncodedSplit,
     NerSplit,
     build_label_list,
     encode_split,
-    read_ner_file,
     word_predictions,
     write_conll_predictions,
 )
 from downstream.ner.metrics import NER_METRIC_MODE, ner_metrics
-from downstream.registry import find_split_files, locate_dataset
+from downstream.registry import locate_task_files
 from downstream.task import SPLITS, ClassifierTask, EvalResult
 
 logger = logging.getLogger(__name__)
@@ -52,7 +52,9 @@ class NerEvaluator:
 
 
 class NerTask(ClassifierTask):
-    """Token classification on a NER benchmark (BioBERT TSV / IOB2 / CoNLL files)."""
+    """Token classification on a NER benchmark (BioBERT TSV / IOB2 / CoNLL files) or on CoNLL-2000 chunking
+    (``--dataset chunk``; :mod:`downstream.ner.conll2000`): the same IOB2 tagging and conlleval scoring, its
+    phrases scored per chunk type."""
 
     kind = "ner"
     model_class_name = "AutoModelForTokenClassification"
@@ -97,8 +99,13 @@ class NerTask(ClassifierTask):
         self.files = files
         self.entity_type = entity_type
         self.splits: dict[str, NerSplit] = {
-            name: read_ner_file(files[name], iob1_policy=iob1_policy, entity_type=entity_type) for name in SPLITS
+            name: read_tagging_file(files[name], iob1_policy=iob1_policy, entity_type=entity_type) for name in SPLITS
         }
+        #: CoNLL-2000 chunking data: its phrases are chunks; a split read from another split's file is noted.
+        self.chunking = is_conll2000_file(files["train"])
+        if self.chunking:
+            self.f1_name = "phrase-level F1 (chunks)"
+        self.split_notes = _shared_file_notes(files)
         if max_train_examples is not None:
             train = self.splits["train"]
             train.sentences = train.sentences[:max_train_examples]
@@ -139,6 +146,8 @@ class NerTask(ClassifierTask):
 
     def counts(self) -> dict[str, dict[str, Any]]:
         counts = {name: {"file": str(self.files[name]), **split.counts()} for name, split in self.splits.items()}
+        for name, note in self.split_notes.items():
+            counts[name]["note"] = note
         for name, encoded in self.encoded.items():
             counts[name].update(encoded.stats)
         return counts
@@ -206,11 +215,19 @@ class NerTask(ClassifierTask):
         write_conll_predictions(path, self.splits[name], result.predictions)
 
     def report_extras(self, settings) -> dict[str, Any]:
-        return {"entity_type": self.entity_type} if self.entity_type else {}
+        extras: dict[str, Any] = {"entity_type": self.entity_type} if self.entity_type else {}
+        if self.chunking:
+            extras["format"] = "CoNLL-2000 chunking (word POS chunk-tag; phrases scored per chunk type)"
+        if self.split_notes:
+            extras["split"] = self.split_notes
+        return extras
 
     @staticmethod
     def markdown_extras(report: dict[str, Any]) -> list[str]:
-        return []
+        """The data format when it is CoNLL-2000 chunking, and which split stands in for a missing one."""
+        lines = [f"- Data: {report['format']}."] if report.get("format") else []
+        lines += [f"- Split: {note}." for note in (report.get("split") or {}).values()]
+        return [""] + lines if lines else []
 
     @classmethod
     def locate_files(cls, settings) -> dict[str, Path]:
@@ -219,11 +236,7 @@ class NerTask(ClassifierTask):
         Raises:
             DownstreamError: neither is given, or the files are missing.
         """
-        if settings.data_dir is not None:
-            return find_split_files(Path(settings.data_dir))
-        if not settings.dataset:
-            raise DownstreamError("no data: give a registered dataset name or a data directory")
-        return locate_dataset(settings.dataset, task=cls.kind)
+        return locate_task_files(settings, cls.kind, find_tagging_files)
 
     @classmethod
     def options(cls, settings) -> dict[str, Any]:
@@ -232,6 +245,16 @@ class NerTask(ClassifierTask):
             "max_train_examples": settings.max_train_examples,
             "entity_type": settings.resolved_entity_type(),
         }
+
+
+def _shared_file_notes(files: dict[str, Path]) -> dict[str, str]:
+    """``{split: note}`` for a dev or test split read from the other's file (CoNLL-2000 has no dev file: the
+    original ELECTRA code evaluates chunking on the test set); logged once."""
+    if files["dev"] != files["test"]:
+        return {}
+    note = f"dev and test are the same file, {files['test'].name} (the development split is the test set, as the original ELECTRA code evaluates chunking): the dev scores are test scores"
+    logger.warning("%s", note)
+    return {"dev": note}
 
 
 def _labels_not_in_training(splits: dict[str, NerSplit]) -> dict[str, int]:

@@ -40,6 +40,8 @@ class QaExample:
         document_id: the paragraph's ``document_id``, else the article's ``title``, else the article index.
         question_id: the question this example answers; several examples (BioASQ: one per snippet) with the
             same one are scored as one question (:func:`pool_by_question`). Default: ``id``.
+        scored_answers: the texts scored against, where they are not the ``answers``' texts (MRQA: its
+            ``answers`` list, which ``mrqa_official_eval.py`` reads; ``answers`` are the spans trained on).
 
     An answer whose start is -1 comes from a golden answers file: scored, never trained on.
     """
@@ -51,6 +53,7 @@ class QaExample:
     is_impossible: bool = False
     document_id: str = ""
     question_id: str = ""
+    scored_answers: list[str] | None = None
 
     def __post_init__(self) -> None:
         if not self.question_id:
@@ -59,7 +62,9 @@ class QaExample:
     @property
     def gold_texts(self) -> list[str]:
         """The gold answer texts for scoring (``[""]`` for an impossible question)."""
-        return [""] if self.is_impossible else [text for text, _ in self.answers]
+        if self.is_impossible:
+            return [""]
+        return list(self.scored_answers) if self.scored_answers else [text for text, _ in self.answers]
 
 
 @dataclass

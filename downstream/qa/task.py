@@ -22,10 +22,10 @@ from downstream.qa.card import CARD, card_sections
 from downstream.qa.data import (
     QaSplit,
     read_golden_factoid,
-    read_squad_file,
     split_by_document,
 )
 from downstream.qa.metrics import bioasq_factoid_metrics, squad_metrics
+from downstream.qa.mrqa import MRQA_SUFFIXES, read_qa_file
 from downstream.qa.spans import (
     QaFeatures,
     QaPrediction,
@@ -42,22 +42,25 @@ logger = logging.getLogger(__name__)
 #: How the scores are computed, stated in every QA result.
 QA_METRIC_MODE = (
     "SQuAD exact match and token F1 (official evaluate-v1.1 / v2.0 definitions: lower-cased, punctuation and "
-    "articles removed; max over gold answers); BioASQ factoid strict / lenient accuracy and MRR over the "
+    "articles removed; max over gold answers; MRQA files scored the same against each question's answers, as "
+    "mrqa_official_eval.py); BioASQ factoid strict / lenient accuracy and MRR over the "
     "top 5 distinct n-best answers"
 )
 
 #: Split of a single SQuAD file (no split given, e.g. COVID-QA) into train / dev / test, by document.
 SINGLE_FILE_FRACTIONS = (0.8, 0.1, 0.1)
 
-#: File name endings read as SQuAD JSON.
-QA_SUFFIXES = (".json", ".json.gz")
+#: File name endings read: SQuAD JSON, MRQA JSONL.
+QA_SUFFIXES = (".json", ".json.gz", *MRQA_SUFFIXES)
 
 
 def find_qa_files(folder: str | Path) -> dict[str, Path]:
     """The SQuAD-format files of ``folder``.
 
-    ``train`` / ``dev`` (or ``devel``) / ``test`` ``.json`` files (``.json.gz`` accepted) are used as they are;
-    ``train`` and ``test`` alone get a development part cut from train by document; a folder with exactly one
+    ``train`` / ``dev`` (or ``devel``) / ``test`` ``.json`` files (``.json.gz``, MRQA's ``.jsonl(.gz)``
+    accepted) are used as they are; ``train`` and ``test`` alone get a development part cut from train by
+    document; ``train`` and ``dev`` alone (the original ELECTRA layout, ``finetuning_data/squad/(train|dev).json``,
+    which reports the dev set) are scored on the dev file as the test split too; a folder with exactly one
     JSON file and no split files (COVID-QA) is split by document (:data:`SINGLE_FILE_FRACTIONS`).
 
     Returns:
@@ -73,10 +76,12 @@ def find_qa_files(folder: str | Path) -> dict[str, Path]:
     found = find_named_splits(folder, QA_SUFFIXES)
     if "train" in found and "test" in found:
         return found
+    if "train" in found and "dev" in found:
+        return {**found, "test": found["dev"]}
     if found:
         raise DatasetUnavailableError(
-            f"{folder}: has {', '.join(p.name for p in found.values())} but not both train.json and test.json "
-            "(expected train.json, dev.json (optional), test.json, or a single SQuAD JSON file to split by document)"
+            f"{folder}: has {', '.join(p.name for p in found.values())} but not train.json with test.json or dev.json "
+            "(expected train.json, dev.json, test.json (.jsonl for MRQA), or a single SQuAD JSON file to split by document)"
         )
     candidates = sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(QA_SUFFIXES))
     if len(candidates) == 1:
@@ -184,6 +189,8 @@ class QaTask(TaskKind):
     card_table_metrics: ClassVar[tuple[str, ...]] = ("exact_match", "f1", "strict_accuracy", "lenient_accuracy", "mrr")
     card_sections = staticmethod(card_sections)
     own_options = ("dev_fraction", "dev_split_seed")
+    #: The metrics of the original's results lines (``squad: exact_match: 80.10 - f1: 87.90``).
+    original_result_keys: ClassVar[tuple[str, ...]] = ("exact_match", "f1")
     #: Options no other kind takes, with the error shown when another kind is given one.
     exclusive_options: ClassVar[dict[str, str]] = {
         key: f"--{key.replace('_', '-')} is for question answering (--loader qa)" for key in QA_DEFAULTS
@@ -233,7 +240,7 @@ class QaTask(TaskKind):
         self.split_notes: dict[str, str] = {}
         self.file_stats: dict[str, dict[str, Any]] = {}
         if "all" in files:
-            source = read_squad_file(files["all"])
+            source = read_qa_file(files["all"])
             self.file_stats["source"] = {"file": str(source.path), "documents": len(source.document_ids), **self._file_stats(source)}
             self.splits = split_by_document(source, SINGLE_FILE_FRACTIONS, seed=dev_split_seed)
             note = (f"{files['all'].name} split by document, its {len(source.document_ids)} documents shuffled with random.Random("
@@ -243,7 +250,11 @@ class QaTask(TaskKind):
             logger.info("%s", note)
         else:
             golden = read_golden_factoid(files["golden"]) if "golden" in files else None
-            read = {name: read_squad_file(files[name], golden=golden) for name in SPLITS if name in files}
+            read = {name: read_qa_file(files[name], golden=golden) for name in SPLITS if name in files}
+            if files.get("dev") == files.get("test"):
+                self.split_notes["test"] = (f"test is the dev file {files['dev'].name} (no test file; the original ELECTRA "
+                                            "code scores SQuAD and MRQA on dev): the test scores are dev scores")  # fmt: skip
+                logger.warning("%s", self.split_notes["test"])
             self.file_stats = {name: self._file_stats(split) for name, split in read.items()}
             if "dev" not in read:
                 unit = "question_id" if read["train"].pooled else "document_id"
