@@ -144,6 +144,22 @@ def summary_of(report: dict[str, Any]) -> dict[str, Any]:
     return {split: {m: {k: v.get(k) for k in ("mean", "std", "n")} for m, v in summary[split].items()} for split in ("dev", "test")}
 
 
+def check_benchmark_options(suite: str, protocol: str | None, data_root: Path | None) -> list[str]:
+    """The suite's dataset names, once the options are known good: before any checkpoint is built or data read.
+
+    Raises:
+        DownstreamError: an unknown suite, dataset or protocol; a ``data_root`` that is not a folder.
+    """
+    from downstream.settings import PROTOCOLS
+
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise DownstreamError(f"--protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
+    if data_root is not None and not Path(data_root).is_dir():
+        what = "is a file, not a folder" if Path(data_root).exists() else "does not exist"
+        raise DownstreamError(f"--data-root {data_root}: {what} (expected a folder laid out like ../shared/data)")
+    return suite_datasets(suite)
+
+
 def run_benchmark(
     base: FinetuneSettings,
     *,
@@ -170,9 +186,10 @@ def run_benchmark(
         the others still ran).
 
     Raises:
-        DownstreamError: an unknown suite, or no dataset of the suite present.
+        DownstreamError: an unknown suite or protocol, a missing ``data_root``, or no dataset of the suite
+            present.
     """
-    names = suite_datasets(suite)
+    names = check_benchmark_options(suite, protocol, data_root)
     literature = load_literature()
     present, missing = [], {}
     for name in names:

@@ -18,6 +18,22 @@ SPLITS = ("train", "dev", "test")
 KIND_OWN_OPTIONS: dict[str, tuple[str, ...]] = {}
 
 
+def first_questions(examples: list, n: int | None) -> list:
+    """The examples of the first ``n`` questions (by ``question_id``, in file order; all for ``None``):
+    ``--max-eval-examples`` on data where several examples answer one question."""
+    if n is None:
+        return examples
+    kept: set = set()
+    out = []
+    for example in examples:
+        if example.question_id not in kept:
+            if len(kept) == n:
+                continue
+            kept.add(example.question_id)
+        out.append(example)
+    return out
+
+
 def argmax_logits(logits, labels):
     """``preprocess_logits_for_metrics`` hook: keep predicted ids, not the ``(batch, [seq,] labels)`` logits.
 
@@ -164,6 +180,12 @@ class TaskKind:
         super().__init_subclass__(**kwargs)
         if "kind" in cls.__dict__:
             KIND_OWN_OPTIONS[cls.kind] = tuple(cls.own_options)
+
+    @classmethod
+    def selection_metrics(cls) -> tuple[str, ...]:
+        """The development metrics that can pick the best epoch (``--metric``): the kind's reported
+        metrics and the loss."""
+        return (*cls.headline_metrics, "loss")
 
 
 class ClassifierTask(TaskKind):

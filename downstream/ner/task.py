@@ -92,6 +92,7 @@ class NerTask(ClassifierTask):
         *,
         iob1_policy: str = "repair",
         max_train_examples: int | None = None,
+        max_eval_examples: int | None = None,
         entity_type: str | None = None,
     ):
         self.files = files
@@ -102,6 +103,9 @@ class NerTask(ClassifierTask):
         if max_train_examples is not None:
             train = self.splits["train"]
             train.sentences = train.sentences[:max_train_examples]
+        if max_eval_examples is not None:
+            for name in ("dev", "test"):
+                self.splits[name].sentences = self.splits[name].sentences[:max_eval_examples]
         self.set_labels(build_label_list(self.splits.values()))
         self.unseen_labels = _labels_not_in_training(self.splits)
         self.encoded: dict[str, EncodedSplit] = {}
@@ -230,6 +234,7 @@ class NerTask(ClassifierTask):
         return {
             "iob1_policy": settings.iob1_policy,
             "max_train_examples": settings.max_train_examples,
+            "max_eval_examples": settings.max_eval_examples,
             "entity_type": settings.resolved_entity_type(),
         }
 

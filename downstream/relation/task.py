@@ -71,6 +71,7 @@ class ReTask(ClassifierTask):
     Args:
         files: ``{"train", "test"[, "dev"]}`` paths, or ``{"ddi_zip": path}``.
         max_train_examples: keep only the first N training examples (after the dev cut).
+        max_eval_examples: score only the first N development and test examples.
         dev_fraction: fraction of train cut off as the development split when there is none.
         dev_split_seed: seed of that cut (the same for every trial, so all trials share one dev split).
         re_head: ``electra`` (dropout + linear over [CLS], ELECTRA's fine-tuning head) or ``hf``
@@ -116,6 +117,7 @@ class ReTask(ClassifierTask):
         files: dict[str, Path],
         *,
         max_train_examples: int | None = None,
+        max_eval_examples: int | None = None,
         dev_fraction: float = 0.1,
         dev_split_seed: int = 42,
         re_head: str = "electra",
@@ -158,6 +160,9 @@ class ReTask(ClassifierTask):
         self.set_labels(build_re_label_list([self.splits["train"], self.splits["dev"]]))
         for name in SPLITS:
             check_labels(self.splits[name], self.label2id)
+        if max_eval_examples is not None:  # after the label set is read from the whole development split
+            for name in ("dev", "test"):
+                self.splits[name].examples = self.splits[name].examples[:max_eval_examples]
         if not self.positive_labels or len(self.positive_labels) == len(self.labels):
             raise DownstreamError(
                 f"labels {self.labels}: expected one negative label ({', '.join(NEGATIVE_LABELS)}) and at least one positive"
@@ -268,6 +273,7 @@ class ReTask(ClassifierTask):
     def options(cls, settings) -> dict[str, Any]:
         return {
             "max_train_examples": settings.max_train_examples,
+            "max_eval_examples": settings.max_eval_examples,
             "dev_fraction": settings.dev_fraction,
             "dev_split_seed": settings.dev_split_seed,
             "re_head": settings.re_head,

@@ -73,6 +73,9 @@ def evaluate_model(settings: FinetuneSettings) -> dict[str, Any]:
     output_dir.mkdir(parents=True, exist_ok=True)
     scratch = output_dir / ".evaluate-scratch"
     trainer, _ = build_trainer(settings, task, tokenizer, seed=settings.seed, output_dir=scratch)
+    from transformers.trainer_callback import ProgressCallback
+
+    trainer.remove_callback(ProgressCallback)  # its evaluation bar: tqdm lines between the log lines
     results: dict[str, Any] = {}
     seconds: dict[str, float] = {}
     try:
