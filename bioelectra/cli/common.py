@@ -69,6 +69,14 @@ def _setup_logging(verbose: bool) -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def _no_transformers_bars() -> None:
+    """No tqdm bars of transformers' own (weight loading, shard writing) between the log lines and the
+    commands' rich progress display."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
 def _fail(exc: BaseException) -> None:
     from rich.markup import escape
 

@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from bioelectra.cli.common import MaxEvalExamplesOption, _fail, _setup_logging, _UserError, app, console
+from bioelectra.cli.common import (
+    MaxEvalExamplesOption,
+    _fail,
+    _no_transformers_bars,
+    _setup_logging,
+    _UserError,
+    app,
+    console,
+)
 from bioelectra.cli.finetune import Loader, Precision
 
 
@@ -39,13 +47,11 @@ def evaluate(
 ) -> None:
     """Score a saved fine-tuned model on dev and test with the metrics, files and report keys of a trial."""
     _setup_logging(verbose)
-    from transformers.utils import logging as hf_logging
-
+    _no_transformers_bars()  # the weight loading bar between the log lines
     from downstream.errors import DownstreamError
     from downstream.options import settings_from_options
     from downstream.trial.evaluate import evaluate_model, model_kind
 
-    hf_logging.disable_progress_bar()  # the weight loading bar between the log lines
     if dataset is None and data_dir is None:
         _fail(_UserError("give --dataset NAME or --data-dir DIR"))
     out = output_dir or Path("runs") / f"evaluate-{dataset or data_dir.name}"  # type: ignore[union-attr]

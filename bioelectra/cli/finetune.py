@@ -15,6 +15,7 @@ from bioelectra.cli.common import (
     MaxTrainExamplesOption,
     SeedOption,
     _fail,
+    _no_transformers_bars,
     _setup_logging,
     _UserError,
     app,
@@ -242,14 +243,12 @@ def finetune(
 ) -> None:
     """Fine-tune a checkpoint on a biomedical benchmark, N seeded trials, and report dev/test metrics."""
     _setup_logging(verbose)
-    from transformers.utils import logging as hf_logging
-
+    _no_transformers_bars()  # the trial's own bar is enough
     from bioelectra.checkpoints import default_learning_rate
     from downstream.errors import DownstreamError
     from downstream.options import settings_from_options
     from downstream.trial.reports import format_folds_table, format_summary_table
 
-    hf_logging.disable_progress_bar()  # weight loading / shard writing bars: the trial's own bar is enough
     if dataset is None and data_dir is None:
         _fail(_UserError("give --dataset NAME (a registered benchmark) or --data-dir DIR (your own files)"))
     if fold is not None and folds is not None:
