@@ -94,14 +94,14 @@ def locate(name: str, data_root: Path | None) -> tuple[dict[str, Any] | None, st
 def dataset_settings(name: str, base: FinetuneSettings, given: dict[str, Any], protocol: str | None, where: dict[str, Any],
                      output_dir: Path) -> FinetuneSettings:  # fmt: skip
     """The settings of one dataset's run: its task kind's defaults, the protocol's values for it, the options
-    the user gave, the data location, and the bare-tag entity type for NER data read from a folder."""
+    the user gave, and the data location (a NER folder under ``--data-root`` is named like its dataset, which
+    gives its bare tags their entity type: ``downstream.ner.types``)."""
     spec = get_spec(name)
     chosen = {**task_class(spec.task).default_settings, **protocol_settings(protocol, given, name)}
-    entity = {"entity_type": spec.tag_entity_type()} if spec.task == "ner" and "data_dir" in where else {}
     fields = {f.name for f in dataclasses.fields(FinetuneSettings)}
     values = {k: v for k, v in chosen.items() if k in fields}
     return dataclasses.replace(base, task=spec.task, dataset=where.get("dataset"), data_dir=where.get("data_dir"),
-                               output_dir=output_dir / name, **entity, **values)  # fmt: skip
+                               output_dir=output_dir / name, **values)  # fmt: skip
 
 
 def _finished(settings: FinetuneSettings) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from bioelectra.reporting import check_report_to
 from downstream.errors import DownstreamError
-from downstream.task import KIND_OWN_OPTIONS
+from downstream.task import KIND_CLASSES, KIND_OWN_OPTIONS
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +90,8 @@ class FinetuneSettings:
             checkpoint's own values.
         protocol: the name of the :data:`PROTOCOLS` entry the settings came from (reported; the values
             themselves are the other fields).
-        entity_type: NER: the type given to bare ``B`` / ``I`` tags (``--entity-type``); ``None``: the
-            registered dataset's type (:meth:`resolved_entity_type`), bare tags for other files.
+        entity_type: NER: the type given to bare ``B`` / ``I`` tags (``--entity-type``); ``None``: the type
+            the NER kind finds from the dataset or folder name (``downstream.ner.types``), else bare tags.
         doc_stride: QA: tokens between the starts of two context windows (``run_squad.py``: 128).
         max_query_length: QA: question tokens kept (``run_squad.py``: 64).
         max_answer_length: QA: longest answer in tokens (``run_squad.py``: 30).
@@ -205,21 +205,6 @@ class FinetuneSettings:
             except ValueError as exc:
                 raise ValueError(f"--entity-type: {exc}") from None
 
-    def resolved_entity_type(self) -> str | None:
-        """NER: the type bare ``B`` / ``I`` tags get: ``entity_type``, else the registered dataset's
-        (:meth:`downstream.registry.DatasetSpec.tag_entity_type`) when the data comes from the registry,
-        else ``None``. Other task kinds: ``None``."""
-        if self.task != "ner":
-            return None
-        if self.entity_type is not None:
-            return self.entity_type
-        if self.dataset and self.data_dir is None:
-            from downstream.dataset_specs import DATASETS
-
-            spec = DATASETS.get(self.dataset.lower())
-            return spec.tag_entity_type() if spec is not None else None
-        return None
-
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in data.items()}
@@ -244,8 +229,7 @@ class FinetuneSettings:
         data.pop("protocol")  # a name: the values it set are the other fields
         # the type of bare B / I tags names the saved model's labels: a run from before typed labels differs
         data.pop("entity_type")
-        if self.resolved_entity_type() is not None:
-            data["entity_type"] = self.resolved_entity_type()
+        data.update(KIND_CLASSES[self.task].fingerprint_extras(self))
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -17,6 +17,10 @@ SPLITS = ("train", "dev", "test")
 #: each kind's class is defined (:class:`TaskKind`). The settings fingerprint leaves out the others.
 KIND_OWN_OPTIONS: dict[str, tuple[str, ...]] = {}
 
+#: Task kind -> its class, filled as each kind's class is defined: what the settings fingerprint asks
+#: about a kind (:meth:`TaskKind.fingerprint_extras`) without importing any.
+KIND_CLASSES: dict[str, type] = {}
+
 
 def first_questions(examples: list, n: int | None) -> list:
     """The examples of the first ``n`` questions (by ``question_id``, in file order; all for ``None``):
@@ -180,6 +184,13 @@ class TaskKind:
         super().__init_subclass__(**kwargs)
         if "kind" in cls.__dict__:
             KIND_OWN_OPTIONS[cls.kind] = tuple(cls.own_options)
+            KIND_CLASSES[cls.kind] = cls
+
+    @staticmethod
+    def fingerprint_extras(settings: Any) -> dict[str, Any]:
+        """Values this kind derives from the settings that change a trial's result (NER: the entity type of
+        bare tags), added to the settings fingerprint."""
+        return {}
 
     @classmethod
     def selection_metrics(cls) -> tuple[str, ...]:
