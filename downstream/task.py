@@ -38,6 +38,24 @@ def first_questions(examples: list, n: int | None) -> list:
     return out
 
 
+def best_constant(score, labels: list[str], n: int, metrics: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """The baseline of a classification split: for each metric, the best score of predicting one class for
+    every unit (the majority class for accuracy; for an F1 over positive classes, all-positive).
+
+    Args:
+        score: the kind's metric function of the split's predictions (gold fixed).
+        labels: the classes.
+        n: the number of units scored.
+        metrics: the metrics to give.
+
+    Returns:
+        ``{"values": {metric: best value}, "predictions": {metric: the class that gives it}}``.
+    """
+    scores = {label: score([label] * n) for label in labels}
+    best = {m: max(labels, key=lambda label, m=m: scores[label][m]) for m in metrics}
+    return {"values": {m: scores[best[m]][m] for m in metrics}, "predictions": best}
+
+
 def argmax_logits(logits, labels):
     """``preprocess_logits_for_metrics`` hook: keep predicted ids, not the ``(batch, [seq,] labels)`` logits.
 
@@ -185,6 +203,15 @@ class TaskKind:
         if "kind" in cls.__dict__:
             KIND_OWN_OPTIONS[cls.kind] = tuple(cls.own_options)
             KIND_CLASSES[cls.kind] = cls
+
+    def baseline(self, name: str) -> dict[str, dict[str, Any]] | None:
+        """The single-class baseline of split ``name`` (:func:`best_constant`), or ``None`` (no such
+        baseline for this kind)."""
+        return None
+
+    def predicted_classes(self, result: EvalResult) -> list[str] | None:
+        """The classes a split's predictions use, one per predicted unit (``None``: not a classification)."""
+        return None
 
     @staticmethod
     def fingerprint_extras(settings: Any) -> dict[str, Any]:

@@ -78,3 +78,28 @@ def test_a_typed_model_on_bare_files_of_another_type_is_an_error_unless_the_user
     task, _ = _task(data_dir=chem)
     task.use_labels(["O", "B", "I"])
     assert task.labels == ["O", "B", "I"]
+
+
+def test_evaluate_a_disease_model_on_chemical_files_needs_the_type_said_and_shows_no_raw_bars(tmp_path, tiny_checkpoint):
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+    from typer.testing import CliRunner
+
+    from bioelectra.cli import app
+
+    labels = ["O", "B-Disease", "I-Disease"]
+    model_dir = tmp_path / "disease-model"
+    model = AutoModelForTokenClassification.from_pretrained(
+        tiny_checkpoint, num_labels=3, id2label=dict(enumerate(labels)), label2id={label: i for i, label in enumerate(labels)}
+    )
+    model.save_pretrained(model_dir)
+    AutoTokenizer.from_pretrained(tiny_checkpoint).save_pretrained(model_dir)
+    chem = _folder(tmp_path, "bc5cdr-chem")
+    args = ["evaluate", "--model", str(model_dir), "--data-dir", str(chem), "--max-seq-length", "16", "--max-eval-examples", "3"]
+    result = CliRunner().invoke(app, [*args, "--output-dir", str(tmp_path / "e1")])
+    assert result.exit_code == 2
+    assert "Give --entity-type Disease" in " ".join(result.output.split())
+    result = CliRunner().invoke(app, [*args, "--entity-type", "Disease", "--output-dir", str(tmp_path / "e2")])
+    assert result.exit_code == 0, result.output
+    assert "(baseline precision 0.00  recall 0.00  F1 0.00)" in result.output  # the score's single-class baseline beside it
+    assert "it/s]" not in result.output and "Loading weights" not in result.output  # no raw tqdm bars
+    assert "| test baseline |" in (tmp_path / "e2" / "results.md").read_text()

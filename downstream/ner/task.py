@@ -161,6 +161,15 @@ class NerTask(ClassifierTask):
         self.entity_type = entity_type
         self.set_labels(build_label_list(self.splits.values()))
 
+    def baseline(self, name: str) -> dict[str, dict[str, Any]]:
+        """Tagging every word ``O`` (the majority class): no entity found, F1 0, word accuracy the share of ``O``."""
+        gold = [list(s.tags) for s in self.splits[name].sentences]
+        metrics = ner_metrics(gold, [["O"] * len(tags) for tags in gold])
+        return {"values": {m: metrics[m] for m in self.headline_metrics}, "predictions": dict.fromkeys(self.headline_metrics, "O")}
+
+    def predicted_classes(self, result: EvalResult) -> list[str]:
+        return [tag for sentence in result.predictions for tag in sentence]
+
     def counts(self) -> dict[str, dict[str, Any]]:
         counts = {name: {"file": str(self.files[name]), **split.counts()} for name, split in self.splits.items()}
         for name, encoded in self.encoded.items():

@@ -27,7 +27,7 @@ from downstream.relation.data import (
     write_re_predictions,
 )
 from downstream.relation.ddi import build_ddi_tsvs, ddi_document_of
-from downstream.task import SPLITS, ClassifierTask, EvalResult
+from downstream.task import SPLITS, ClassifierTask, EvalResult, best_constant
 
 logger = logging.getLogger(__name__)
 
@@ -175,6 +175,15 @@ class ReTask(ClassifierTask):
         self.placeholder_ids: list[int] = []
         self.vocab_size: int | None = None
         self.encoded: dict[str, EncodedReSplit] = {}
+
+    def baseline(self, name: str) -> dict[str, dict[str, Any]]:
+        """The best single-class prediction of split ``name``: the majority class (accuracy), all-positive (F1)."""
+        gold = [e.label for e in self.splits[name].examples]
+        return best_constant(lambda predicted: re_metrics(gold, predicted, positive_labels=self.positive_labels, labels=self.labels),
+                             self.labels, len(gold), self.headline_metrics)  # fmt: skip
+
+    def predicted_classes(self, result: EvalResult) -> list[str]:
+        return list(result.predictions)
 
     def counts(self) -> dict[str, dict[str, Any]]:
         counts: dict[str, dict[str, Any]] = {}

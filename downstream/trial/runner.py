@@ -43,6 +43,7 @@ from downstream.settings import (
     check_layerwise_lr_decay,
 )
 from downstream.trial.analysis import dev_history, epoch_losses, train_loss_history, write_trial_analysis
+from downstream.trial.baselines import fold_baselines, split_baselines, trial_warnings
 from downstream.trial.model_card import write_model_card
 from downstream.trial.plots import plot_report
 from downstream.trial.reports import (
@@ -93,6 +94,7 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
     if dev is None or test is None:
         raise DownstreamError("evaluation produced no metrics")
     dev.metrics["loss"] = float(dev_loss)
+    warnings = trial_warnings(task, {"dev": dev, "test": test}, split_baselines(task))
 
     predictions_file = trial_dir / task.predictions_filename
     task.write_predictions(predictions_file, "test", test)
@@ -141,6 +143,7 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
         "dev_history": dev_history(history, settings.metric),
         "train_loss_history": train_loss_history(history),
         "fingerprint": settings.fingerprint(),
+        "warnings": warnings,
     }
     atomic_write_text(trial_dir / "trial.json", json.dumps(record, indent=2))
     return record
@@ -312,6 +315,7 @@ def run_folds(settings: FinetuneSettings, folds: list[int]) -> dict[str, Any]:
         "summary_over_folds": summary,
         "std_ddof": STD_DDOF,
         "fold_reports": fold_reports,
+        "baseline": fold_baselines(fold_reports),
     }
     atomic_write_text(output_dir / "results.json", json.dumps(report, indent=2))
     atomic_write_text(output_dir / "results.md", format_folds_markdown(report))

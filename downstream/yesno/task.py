@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from bioelectra.textio import atomic_write_text
 from downstream.classification import RE_HEADS, EncodedReSplit
 from downstream.errors import DataFormatError, DownstreamError
-from downstream.task import SPLITS, ClassifierTask, EvalResult, first_questions
+from downstream.task import SPLITS, ClassifierTask, EvalResult, best_constant, first_questions
 from downstream.yesno.analysis import yesno_classification_report, yesno_errors
 from downstream.yesno.card import CARD, card_sections
 from downstream.yesno.data import (
@@ -161,6 +161,15 @@ class YesNoTask(ClassifierTask):
         if unseen:
             raise DataFormatError(f"{self.splits['test'].path}: test answers {sorted(unseen)} never occur in train or dev")
         self.encoded: dict[str, EncodedReSplit] = {}
+
+    def baseline(self, name: str) -> dict[str, dict[str, Any]]:
+        """The best single-answer prediction of split ``name`` over its questions (accuracy: the majority answer)."""
+        gold = list(self.splits[name].question_labels().values())
+        return best_constant(lambda predicted: classification_metrics(gold, predicted, labels=self.labels),
+                             self.labels, len(gold), self.headline_metrics)  # fmt: skip
+
+    def predicted_classes(self, result: EvalResult) -> list[str]:
+        return [row["predicted"] for row in result.predictions]
 
     def counts(self) -> dict[str, dict[str, Any]]:
         counts = {}
