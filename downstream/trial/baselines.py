@@ -49,7 +49,8 @@ def trial_warnings(task, results: dict[str, Any], baselines: dict[str, dict[str,
             floor = baseline["values"][headline]
             if value - floor < BASELINE_MARGIN:
                 warnings.append(
-                    f"{split}: {headline} {100 * value:.2f} is within a point of the baseline {100 * floor:.2f} "
+                    f"{split}: {headline} {100 * value:.2f} is {'below' if value < floor else 'within a point of'} the "
+                    f"baseline {100 * floor:.2f} "
                     f"(always {baseline['predictions'][headline]!r})"
                 )
     for warning in warnings:

@@ -208,7 +208,7 @@ def format_summary_table(report: dict[str, Any]) -> str:
         rows.append(f"{'base':>5} {'':>6} {'':>8} {cells}   (one class for all: majority or all-positive)")
     flagged = sum(bool(t.get("warnings")) for t in report["trials"])
     if flagged:
-        rows.append(f"warning: {flagged} of {len(report['trials'])} trial(s) degenerate (one class, or within a point of the baseline): see results.md")
+        rows.append(f"warning: {flagged} of {len(report['trials'])} trial(s) degenerate (one class, or less than a point above the baseline): see results.md")
     return "\n".join(rows)
 
 
