@@ -91,3 +91,26 @@ def test_the_yesno_baseline_is_the_majority_answer(tmp_path):
     majority = max(set(gold), key=gold.count)
     assert baseline["predictions"]["accuracy"] == majority
     assert baseline["values"]["accuracy"] == pytest.approx(gold.count(majority) / len(gold))
+
+
+def test_cross_validation_reports_show_the_mean_baseline_and_each_folds_flagged_trials():
+    from downstream.trial.baselines import fold_baselines
+    from downstream.trial.reports import format_folds_markdown, format_folds_table
+
+    stats = {"mean": 0.69, "std": 0.01, "min": 0.68, "max": 0.7, "n": 1}
+    summary = {s: {m: stats for m in ("f1", "precision", "recall")} for s in ("dev", "test")}
+    folds = [
+        {"counts": {s: {"examples": 10} for s in ("train", "dev", "test")}, "summary": summary,
+         "baseline": {s: {"values": {"f1": f1}} for s in ("dev", "test")},
+         "trials": [{"trial_index": 0, "seed": 42, "warnings": ["test: every prediction is '1', one class"] if f1 > 0.6 else []}]}
+        for f1 in (0.6, 0.7)
+    ]  # fmt: skip
+    report = {"dataset": "gad", "task": "re", "checkpoint": "c", "std_ddof": 1, "folds": [1, 2], "fold_reports": folds,
+              "num_trials_per_fold": 1, "protocol": "2-fold", "summary_over_folds": summary,
+              "baseline": fold_baselines(folds)}  # fmt: skip
+    assert report["baseline"]["test"]["values"]["f1"] == pytest.approx(0.65)
+    markdown = format_folds_markdown(report)
+    assert "| test | f1 | 69.00 | 1.00 | 68.00 | 70.00 | 65.00 |" in markdown
+    assert "- fold 2, trial 0 (seed 42): test: every prediction is '1'" in markdown
+    table = format_folds_table(report)
+    assert "65.00" in table and "1 of 2 trial(s) degenerate" in table

@@ -248,6 +248,12 @@ def format_folds_table(report: dict[str, Any]) -> str:
     dev, test = report["summary_over_folds"]["dev"]["f1"], report["summary_over_folds"]["test"]["f1"]
     rows.append(f"{'mean':>5} {_pct(dev['mean']):>8} {_pct(test['mean']):>8}")
     rows.append(f"{'std':>5} {_pct(dev['std']):>8} {_pct(test['std']):>8}   (ddof={report['std_ddof']})")
+    if report.get("baseline"):
+        rows.append(f"{'base':>5} {baseline_cell(report, 'dev', 'f1'):>8} {baseline_cell(report, 'test', 'f1'):>8}   (one class for all, mean over folds)")
+    trials = [t for r in report["fold_reports"] for t in r["trials"]]
+    flagged = sum(bool(t.get("warnings")) for t in trials)
+    if flagged:
+        rows.append(f"warning: {flagged} of {len(trials)} trial(s) degenerate (one class, or less than a point above the baseline): see results.md")
     return "\n".join(rows)
 
 
