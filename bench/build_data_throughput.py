@@ -194,7 +194,7 @@ def read_epoch(data_dir: Path, batch_size: int = 128) -> dict:
     """Seconds to read every training example once through the training data loader."""
     import torch
 
-    from bioelectra.training import load_pretraining_data, make_collator, resolve_hparams
+    from bioelectra.pretraining import load_pretraining_data, make_collator, resolve_hparams
 
     data = load_pretraining_data(data_dir)
     hp = resolve_hparams("small", {"max_seq_length": int(data.build_info["max_seq_length"])})

@@ -29,7 +29,7 @@ def case_config(size: str, vocab_size: int, seq_len: int, layers: int | None) ->
             size, vocab_size=vocab_size, model_overrides=overrides, mask_prob=0.25 if size == "large" else 0.15
         )
         return config, size
-    from bioelectra.training import build_model, parse_hparams_arg, resolve_hparams
+    from bioelectra.pretraining import build_model, parse_hparams_arg, resolve_hparams
 
     raw = parse_hparams_arg(size)
     model_size = raw.pop("model_size", "small")

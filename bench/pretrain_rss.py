@@ -140,7 +140,7 @@ def worker(data_dir: Path, out_dir: Path, *, steps: int, batch_size: int) -> Non
     import datasets
     from transformers import TrainerCallback
 
-    from bioelectra.training import run_pretraining
+    from bioelectra.pretraining import run_pretraining
 
     examples_prefix = str((data_dir / "examples").resolve())
     seen: dict[str, object] = {"after_imports": _status_mb()}

@@ -451,7 +451,7 @@ def build_pretraining_data(settings: BuildDataSettings) -> dict:
 
 def load_examples(data_dir: str | os.PathLike):
     """The ``datasets.DatasetDict`` (``train``, ``validation``) written by ``build_pretraining_data`` (the
-    examples alone; ``bioelectra.training.load_pretraining_data`` opens the whole folder for training).
+    examples alone; ``bioelectra.pretraining.load_pretraining_data`` opens the whole folder for training).
 
     Rows: ``input_ids`` (list of int32, length <= max_seq_length, unpadded) and ``token_type_ids`` (int8).
 

@@ -2,7 +2,7 @@
 
 Every attribute that google-research/electra's ``configure_pretraining.py`` (``PretrainingConfig``, at its
 last release, with the Electric objective) sets, with its default, and what this package does with each when
-it arrives in a ``--hparams`` JSON: ``pretrain train`` maps it onto :class:`bioelectra.training.PretrainingHparams`,
+it arrives in a ``--hparams`` JSON: ``pretrain train`` maps it onto :class:`bioelectra.pretraining.PretrainingHparams`,
 the TensorFlow converter reads the model's shape from it. Both import :func:`classify_original_hparams`,
 so a key the one accepts the other accepts too.
 

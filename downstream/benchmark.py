@@ -38,6 +38,7 @@ logger = logging.getLogger(__name__)
 SUITES: dict[str, list[str]] = {kind_class.suite: [] for kind_class in TASKS.values()}
 for _name, _spec in DATASETS.items():
     SUITES[task_class(_spec.task).suite].append(_name)
+SUITES = {suite: names for suite, names in SUITES.items() if names}  # GLUE: no registered dataset, no suite yet
 SUITES["all"] = [name for suite in list(SUITES) for name in SUITES[suite]]
 
 #: Where each dataset lies under a ``--data-root`` laid out like ``../shared/data`` (its SOURCES.md).

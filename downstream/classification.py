@@ -1,6 +1,6 @@
-"""What relation extraction and yes/no question answering share: sentence (pair) classification.
+"""What relation extraction, yes/no question answering and GLUE share: sentence (pair) classification.
 
-Both kinds import this module, never the reverse, and neither imports the other.
+These kinds import this module, never the reverse, and none imports another.
 
 Encoded splits: :class:`EncodedReSplit`, one feature row per example plus the statistics of the encoding.
 
@@ -46,7 +46,8 @@ class ElectraForRelationClassification(ElectraPreTrainedModel):
     """ELECTRA encoder + dropout + linear over ``[CLS]`` (ELECTRA's own fine-tuning head).
 
     The dropout is ``config.classifier_dropout`` when set, else ``config.hidden_dropout_prob`` (0.1).
-    The loss is the mean cross-entropy over the batch; ``forward`` takes no ``**kwargs``, so the Trainer
+    The loss is the mean cross-entropy over the batch (``config.problem_type == "regression"``, one output:
+    the mean squared error, as the original's ``RegressionTask``); ``forward`` takes no ``**kwargs``, so the Trainer
     divides by gradient accumulation steps as it should (the Trainer skips that division for a model
     whose forward takes ``**kwargs``, assuming it normalises by ``num_items_in_batch`` itself).
     """
@@ -70,7 +71,7 @@ class ElectraForRelationClassification(ElectraPreTrainedModel):
         labels: torch.LongTensor | None = None,
     ) -> SequenceClassifierOutput:
         """Args: ``input_ids``, ``attention_mask``, ``token_type_ids`` of shape ``(batch_size, sequence_length)``;
-        ``labels`` of shape ``(batch_size,)``.
+        ``labels`` of shape ``(batch_size,)`` (class ids; float targets for a regression).
 
         Returns:
             ``SequenceClassifierOutput`` with ``logits`` of shape ``(batch_size, num_labels)`` and ``loss``
@@ -80,7 +81,9 @@ class ElectraForRelationClassification(ElectraPreTrainedModel):
         cls = self.dropout(hidden[:, 0])  # (batch_size, hidden_size)
         logits = self.classifier(cls)  # (batch_size, num_labels)
         loss = None
-        if labels is not None:
+        if labels is not None and self.config.problem_type == "regression":  # one output, e.g. GLUE's STS-B
+            loss = nn.functional.mse_loss(logits.view(-1), labels.view(-1).to(logits.dtype))
+        elif labels is not None:
             loss = nn.functional.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
         return SequenceClassifierOutput(loss=loss, logits=logits)
 

@@ -9,13 +9,14 @@ from pathlib import Path
 
 from downstream.checkpoints import check_max_seq_length, load_tokenizer
 from downstream.errors import DownstreamError
+from downstream.glue.task import GlueTask
 from downstream.ner.task import NerTask
 from downstream.qa.task import QaTask
 from downstream.relation.task import ReTask
 from downstream.yesno.task import YesNoTask
 
 #: Task kind (``--loader``) -> its class.
-TASKS: dict[str, type] = {cls.kind: cls for cls in (NerTask, ReTask, QaTask, YesNoTask)}
+TASKS: dict[str, type] = {cls.kind: cls for cls in (NerTask, ReTask, QaTask, YesNoTask, GlueTask)}
 
 
 def task_class(kind: str) -> type:

@@ -51,7 +51,8 @@ def settings_from_options(
     Args:
         task: the task kind (``--loader``).
         given: the options a kind's defaults or a protocol may also set (``FinetuneSettings`` field names;
-            ``None``: not given). Those given override the protocol's, which override the kind's defaults.
+            ``None``: not given). Those given override the protocol's, which override the kind's defaults
+            (its ``default_settings``, then its ``dataset_defaults`` for the dataset named).
         fixed: the other settings (field names), taken as they are; a ``None`` kind-only option is absent.
         protocol: a named protocol (``--protocol``), or ``None``.
         checkpoint: gives the checkpoint path, called once the options are known good (it may build one).
@@ -65,11 +66,17 @@ def settings_from_options(
         ValueError: a bad value (the option named).
     """
     check_kind_options(task, {**given, **fixed, **(checked or {})})
-    if "metric" in fixed:
-        check_kind_metric(task, fixed["metric"])
     chosen_given = {k: v for k, v in given.items() if v is not None}
-    chosen = {**task_class(task).default_settings, **protocol_settings(protocol, chosen_given, fixed.get("dataset"))}
+    kind_class = task_class(task)
+    chosen = {
+        **kind_class.default_settings,
+        **kind_class.dataset_defaults(fixed.get("dataset"), fixed.get("data_dir")),
+        **protocol_settings(protocol, chosen_given, fixed.get("dataset")),
+    }
     check_layerwise_lr_decay(chosen.get("layerwise_lr_decay", 1.0))  # before any checkpoint is built
+    metric = chosen.get("metric", fixed.get("metric"))
+    if metric is not None:
+        check_kind_metric(task, metric)
     path = checkpoint()
     if "learning_rate" not in chosen and default_learning_rate is not None:
         chosen["learning_rate"] = default_learning_rate()

@@ -7,7 +7,9 @@ task of ``task_names`` through this package's trial runner:
   folder does not exist, ``NAME`` is read as ``finetune --ckpt`` reads it (a shipped model, a size preset,
   a hub id);
 - a task's data is ``DATA_DIR/finetuning_data/<task>/`` when that folder exists, else the registered
-  benchmark of that name;
+  benchmark of that name; a task name that a task kind claims (its ``original_task_names``: GLUE's ``cola``,
+  ``sst``, ``mrpc``, ``sts``, ``qqp``, ``mnli``, ``qnli``, ``rte``) runs that kind, reading that folder in
+  the original's layout (``train.tsv`` / ``dev.tsv``; no test file needed), else the kind's own location;
 - the original's fine-tuning hyper-parameters (``configure_finetuning.py``, ``FinetuningConfig``) map onto
   ``finetune``'s settings, with the original's defaults for the keys not given (``finetune``'s ``electra``
   protocol: learning rate 1e-4, layer-wise decay 0.8, 3 epochs, warmup 0.1, batch 32, the original
@@ -15,9 +17,13 @@ task of ``task_names`` through this package's trial runner:
   fine-tuned ``init_checkpoint`` without training (``bioelectra evaluate``); TensorFlow / TPU settings,
   file locations and question-answering settings are accepted and reported as ignored; unknown keys are
   an error, as in the original's ``FinetuningConfig.update``;
+- ``double_unordered`` (MRPC, STS-B: training pairs in both orders) is on unless the hparams turn it off, as
+  in the original; a GLUE task selects its best epoch by the metric the original reports (CoLA mcc, STS
+  spearman, the others accuracy);
 - results go to ``DATA_DIR/models/NAME/results/<task>_results.txt`` in the original's format (one line per
-  trial with the development-set precision, recall and F1 in percent, as the original evaluates on
-  ``dev``), beside this package's ``results.json`` / ``results.md`` under the output folder.
+  trial with the development-set metrics in percent, e.g. precision, recall and F1, or GLUE's mcc / pearson
+  and spearman / accuracy, as the original evaluates on ``dev``), beside this package's ``results.json`` /
+  ``results.md`` under the output folder.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bioelectra.textio import atomic_write_text
+from downstream.kinds import task_class
 from downstream.settings import PROTOCOLS
 
 #: ``FinetuningConfig``'s keys that map onto ``FinetuneSettings`` fields.
@@ -42,6 +49,7 @@ MAPPED: dict[str, str] = {
     "train_batch_size": "per_device_train_batch_size",
     "eval_batch_size": "per_device_eval_batch_size",
     "num_trials": "num_trials",
+    "double_unordered": "double_unordered",
 }
 #: The original's defaults of the mapped keys: the ``electra`` protocol (``configure_finetuning.py``), which
 #: also sets the original optimizer and dropout 0.1.
@@ -52,7 +60,7 @@ LARGE_DEFAULTS: dict[str, Any] = {"learning_rate": 5e-5, "layerwise_lr_decay": 0
 IGNORED: frozenset[str] = frozenset(
     """model_name data_dir debug log_examples keep_all_models model_hparam_overrides embedding_size vocab_size
     do_lower_case save_checkpoints_steps iterations_per_loop use_tfrecords_if_existing write_test_outputs
-    n_writes_test predict_batch_size double_unordered max_query_length doc_stride n_best_size
+    n_writes_test predict_batch_size max_query_length doc_stride n_best_size
     max_answer_length answerable_classifier answerable_uses_start_logits answerable_weight joint_prediction
     beam_size qa_na_threshold use_tpu num_tpu_cores tpu_job_name tpu_name tpu_zone gcp_project raw_data_dir
     vocab_file init_checkpoint model_dir results_txt results_pkl qa_eval_file qa_preds_file qa_na_file
@@ -70,7 +78,7 @@ class OriginalRun:
     """One task of a ``run_finetuning.py`` command, resolved: what to run and where results go."""
 
     task: str
-    kind: str  # "ner" or "re"
+    kind: str  # a task kind of downstream.kinds (ner, re, glue, ...)
     dataset: str | None
     data_dir: Path | None
     settings: dict[str, Any]
@@ -125,24 +133,41 @@ def plan_original_runs(
     for task in tasks:
         folder = data_dir / "finetuning_data" / task
         spec = DATASETS.get(task)
-        if not folder.is_dir() and spec is None:
+        claimed = original_task_kind(task)
+        if not folder.is_dir() and spec is None and claimed is None:
             raise ValueError(
                 f"task {task!r}: no folder {folder} and not a registered benchmark "
-                f"({', '.join(sorted(DATASETS))})"
+                f"({', '.join(sorted(DATASETS))}) nor an original task name ({', '.join(original_task_names())})"
             )
-        kind = spec.task if spec is not None else _guess_kind(folder)
+        kind = claimed or (spec.task if spec is not None else _guess_kind(folder))
+        run_settings = {**task_class(kind).dataset_defaults(task, folder if folder.is_dir() else None), **settings}
         runs.append(
             OriginalRun(
                 task=task,
                 kind=kind,
-                dataset=None if folder.is_dir() else task,
+                dataset=task if claimed or not folder.is_dir() else None,
                 data_dir=folder if folder.is_dir() else None,
-                settings=dict(settings),
+                settings=run_settings,
                 output_dir=output_root / "finetuning_models" / f"{task}_model",
                 results_txt=output_root / "results" / f"{task}_results.txt",
             )
         )
     return runs, ignored
+
+
+def original_task_kind(task: str) -> str | None:
+    """The task kind that claims the original task name ``task`` (its ``original_task_names``), or ``None``.
+    A kind that runs more of the original's tasks (chunking, SQuAD / MRQA) lists their names there."""
+    from downstream.kinds import TASKS
+
+    return next((kind for kind, cls in TASKS.items() if task in getattr(cls, "original_task_names", ())), None)
+
+
+def original_task_names() -> list[str]:
+    """Every original task name a task kind claims (see :func:`original_task_kind`)."""
+    from downstream.kinds import TASKS
+
+    return [name for cls in TASKS.values() for name in getattr(cls, "original_task_names", ())]
 
 
 def _guess_kind(folder: Path) -> str:
@@ -159,16 +184,23 @@ def _guess_kind(folder: Path) -> str:
     return "ner" if tokens and all(len(t) >= 2 and " " not in t[0] for t in tokens) else "re"
 
 
-def original_results_lines(task: str, report: Mapping[str, Any]) -> list[str]:
+#: The original's results keys printed as they are, not in percent (its ``RegressionScorer``'s mse).
+RAW_RESULT_KEYS = frozenset({"mse"})
+#: The results keys of a kind that does not name its own (``original_result_keys``).
+DEFAULT_RESULT_KEYS = ("precision", "recall", "f1", "micro_f1", "accuracy")
+
+
+def original_results_lines(task: str, report: Mapping[str, Any], keys: tuple[str, ...] = DEFAULT_RESULT_KEYS) -> list[str]:
     """One line per trial as the original writes them: ``task: precision: 83.54 - recall: 86.54 - f1: 85.01 -
-    loss: 0.32`` (development set, percent, two decimals; keys the task's dev metrics have)."""
+    loss: 0.32`` (development set, percent, two decimals; ``keys``: the task kind's ``original_result_keys``,
+    those the task's dev metrics have; GLUE: ``cola: mcc: 56.80 - loss: 0.51``)."""
     lines = []
     for trial in report.get("trials", []):
         dev = trial.get("dev") or {}
         parts = []
-        for key in ("precision", "recall", "f1", "micro_f1", "accuracy"):
-            if isinstance(dev.get(key), int | float):
-                parts.append(f"{key}: {100 * dev[key]:.2f}")
+        for key in keys:
+            if isinstance(dev.get(key), int | float) and not isinstance(dev.get(key), bool):
+                parts.append(f"{key}: {(1 if key in RAW_RESULT_KEYS else 100) * dev[key]:.2f}")
         if isinstance(dev.get("loss"), int | float):
             parts.append(f"loss: {dev['loss']:.2f}")
         lines.append(f"{task}: " + " - ".join(parts))
@@ -217,7 +249,8 @@ def run_original_finetuning(
         log(f"task {run.task} ({run.kind}): {json.dumps(run.settings)} -> {run.output_dir}")
         report = run_trials(settings)
         run.results_txt.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(run.results_txt, "".join(line + "\n" for line in original_results_lines(run.task, report)))
+        lines = original_results_lines(run.task, report, task_class(run.kind).original_result_keys)
+        atomic_write_text(run.results_txt, "".join(line + "\n" for line in lines))
         reports.append({"task": run.task, "report": report, "results_txt": str(run.results_txt)})
     return reports
 
@@ -245,7 +278,7 @@ def _evaluate_original(runs: list[OriginalRun], hparams: Mapping[str, Any], *, s
         )  # fmt: skip
         log(f"task {run.task} ({run.kind}): evaluating {model} (do_train false) -> {settings.output_dir}")
         report = evaluate_model(settings)
-        line = original_results_lines(run.task, {"trials": [{"dev": report["dev"]}]})
+        line = original_results_lines(run.task, {"trials": [{"dev": report["dev"]}]}, task_class(run.kind).original_result_keys)
         atomic_write_text(run.results_txt, "".join(x + "\n" for x in line))
         reports.append({"task": run.task, "report": report, "results_txt": str(run.results_txt)})
     return reports

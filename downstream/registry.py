@@ -25,15 +25,7 @@ import urllib.request
 from importlib import resources
 from pathlib import Path
 
-from downstream.dataset_specs import (  # noqa: F401 - the tables are the registry's API (registry.DATASETS ...)
-    BIOBERT_ARCHIVE_URL,
-    DATASETS,
-    NER_DATASETS,
-    QA_DATASETS,
-    RE_DATASETS,
-    YESNO_DATASETS,
-    DatasetSpec,
-)
+from downstream.dataset_specs import DATASETS, DatasetSpec
 from downstream.errors import DatasetUnavailableError, DownstreamError
 
 logger = logging.getLogger(__name__)
@@ -112,35 +104,26 @@ def offline_mode() -> bool:
     return False
 
 
+def _expected_files(spec: DatasetSpec, target: Path) -> str:
+    """What ``target`` must hold for ``spec``, by the dataset's layout and files (the same for every task kind)."""
+    if spec.layout == "folds":
+        return f"fold folders {target}/1/ .. {target}/10/, each with train.tsv, dev.tsv (may be empty), test.tsv"
+    named = list(spec.split_files.values()) or list(spec.files)
+    if named:
+        return f"{', '.join(named)} in {target}"
+    return f"train.tsv, devel.tsv (or dev.tsv), test.tsv in {target}"
+
+
 def _unavailable_message(spec: DatasetSpec, target: Path, reason: str) -> str:
-    if spec.task in ("qa", "yesno"):
-        names = list(spec.split_files.values()) or list(spec.files)
-        return (
-            f"dataset {spec.name!r} ({spec.title}) is not available: {reason}.\n"
-            f"  Expected: {', '.join(names)} in {target}\n"
-            f"  or pass --data-dir DIR pointing at such a folder.\n"
-            f"  Source: {', '.join(spec.files.values()) or spec.archive_url + ' (folder ' + spec.archive_member + '/)'}; "
-            f"original: {spec.original_url}"
-        )
-    if spec.task == "re":
-        expected = {
-            "splits": f"train.tsv, dev.tsv, test.tsv in {target}",
-            "folds": f"fold folders {target}/1/ .. {target}/10/, each with train.tsv, dev.tsv (may be empty), test.tsv",
-            "ddi-zip": f"DDICorpus-2013.zip in {target}",
-        }[spec.layout]
-        return (
-            f"dataset {spec.name!r} ({spec.title}) is not available: {reason}.\n"
-            f"  Expected: {expected}\n"
-            f"  or pass --data-dir DIR pointing at such a folder.\n"
-            f"  Source: {', '.join(spec.files.values()) or spec.archive_url + ' (folder ' + spec.archive_member + '/)'}; "
-            f"original corpus: {spec.original_url}"
-        )
+    if spec.files:
+        source = ", ".join(spec.files.values())
+    else:
+        source = f"{spec.archive_url} (folder {spec.archive_member}/ inside the archive)"
     return (
         f"dataset {spec.name!r} ({spec.title}) is not available: {reason}.\n"
-        f"  Expected files: train.tsv, devel.tsv (or dev.tsv), test.tsv in {target}\n"
-        f"  or pass --data-dir DIR pointing at a folder holding them.\n"
-        f"  Source: {spec.archive_url} (folder {spec.archive_member}/ inside the archive); "
-        f"original corpus: {spec.original_url}"
+        f"  Expected: {_expected_files(spec, target)}\n"
+        f"  or pass --data-dir DIR pointing at such a folder.\n"
+        f"  Source: {source}; original: {spec.original_url}"
     )
 
 
@@ -217,10 +200,10 @@ def download_dataset(spec: DatasetSpec, target: Path, *, timeout: float = 5.0) -
         if extracted == 0:
             raise DownstreamError(f"{spec.archive_url}: no files under {prefix} in the archive")
         verify_checksums(spec, staging)
-        if spec.task == "ner":
-            find_split_files(staging)
         if spec.split_files:
             split_files_of(spec, staging)
+        elif spec.layout == "splits":
+            find_split_files(staging)
         if target.exists():
             shutil.rmtree(target)
         os.replace(staging, target)

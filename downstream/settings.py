@@ -26,7 +26,7 @@ STD_DDOF = 1
 
 #: Settings that only some task kinds read. Each kind names those it reads (its ``own_options``); the
 #: fingerprint leaves out the others, so changing another kind's option never invalidates finished trials.
-KIND_OPTIONS = ("fold", "re_head", "iob1_policy", "dev_fraction", "dev_split_seed")
+KIND_OPTIONS = ("fold", "re_head", "iob1_policy", "dev_fraction", "dev_split_seed", "double_unordered")
 
 
 #: The QA settings' defaults (added after NER / RE runs were made: left out of fingerprints when default).
@@ -104,6 +104,10 @@ class FinetuneSettings:
         null_window_fraction: QA: fraction in (0, 1] of the training windows that do not hold the answer kept
             for training (seeded by ``dev_split_seed``); 1.0 keeps all, as ``run_squad.py``. Long documents
             (COVID-QA: about 50 windows per question) are mostly such windows.
+        double_unordered: GLUE's MRPC and STS-B: train on each pair in both orders (the original ELECTRA
+            code's ``double_unordered``, on by default there and here: the published ELECTRA GLUE scores were
+            made with it, and a paraphrase or similarity pair means the same in either order). The other
+            tasks and kinds ignore it.
     """
 
     task: str
@@ -145,6 +149,7 @@ class FinetuneSettings:
     null_score_threshold: float = QA_DEFAULTS["null_score_threshold"]
     null_window_fraction: float = QA_DEFAULTS["null_window_fraction"]
     report_to: str = "none"
+    double_unordered: bool = True
 
     def __post_init__(self) -> None:
         """Refuse values that would finish with exit 0 and a meaningless result, or crash later.
@@ -353,8 +358,10 @@ def protocol_settings(name: str | None, given: dict, dataset: str | None = None)
 
 
 #: Development metrics that can pick the best epoch (``--metric``): NER, RE and yes/no QA report f1,
-#: precision, recall, accuracy; extractive QA f1, exact_match and the BioASQ measures; all report the loss.
-SELECTION_METRICS = ("f1", "precision", "recall", "accuracy", "loss", "exact_match", "strict_accuracy", "lenient_accuracy", "mrr")
+#: precision, recall, accuracy; extractive QA f1, exact_match and the BioASQ measures; GLUE mcc (CoLA),
+#: pearson and spearman (STS-B) besides accuracy and f1; all report the loss.
+SELECTION_METRICS = ("f1", "precision", "recall", "accuracy", "loss", "exact_match", "strict_accuracy", "lenient_accuracy", "mrr",
+                     "mcc", "pearson", "spearman")  # fmt: skip
 
 
 def check_metric(metric: str, allowed: tuple[str, ...] = SELECTION_METRICS, kind: str | None = None) -> None:

@@ -80,7 +80,7 @@ class Task(Protocol):
     """What the trial runner needs from a task kind.
 
     Class attributes:
-        kind: the ``--loader`` name (``ner``, ``re``, ``qa``, ``yesno``).
+        kind: the ``--loader`` name (``ner``, ``re``, ``qa``, ``yesno``, ``glue``).
         headline_metrics: metrics summarised over trials (``results.json`` ``summary``), the first is the
             headline; the terminal table shows the F1.
         report_metrics: the metrics of ``results.md``'s summary rows.
@@ -96,13 +96,17 @@ class Task(Protocol):
             finished trials are reused when only those change.
         exclusive_options: options only this kind takes (``settings_from_options`` refuses them for the
             others), each with the error message naming the kind.
+        original_task_names, original_result_keys: the original ``run_finetuning.py`` task names this kind
+            runs, and the metrics its ``<task>_results.txt`` lines show (:mod:`downstream.original`).
         suite, benchmark_metrics: ``bioelectra benchmark``'s suite of this kind's datasets and the
             ``(metric, title)`` of its table row(s).
         card, card_metrics, card_table_metrics: the model card's ``pipeline_tag``, ``task_name`` and Hub
             ``tag``; its front-matter metrics; its results-table metrics. ``card_sections(settings, labels,
             f1_name)`` gives its usage, labels, limits and scores texts.
 
-    Instance attributes: ``labels``, ``f1_name``, ``metric_mode``, ``model_class_name``.
+    Instance attributes: ``labels``, ``f1_name``, ``metric_mode``, ``model_class_name``. A kind whose datasets
+    differ in their metrics or prediction file (GLUE) sets ``headline_metrics``, ``report_metrics``,
+    ``trial_metrics``, ``table_metrics`` and ``predictions_filename`` on the instance too.
     """
 
     kind: ClassVar[str]
@@ -121,6 +125,8 @@ class Task(Protocol):
     benchmark_metrics: ClassVar[tuple[tuple[str, str], ...]]
     card_metrics: ClassVar[tuple[str, ...]]
     card_table_metrics: ClassVar[tuple[str, ...]]
+    original_task_names: ClassVar[tuple[str, ...]]
+    original_result_keys: ClassVar[tuple[str, ...]]
     labels: list[str]
     f1_name: str
     metric_mode: str
@@ -134,6 +140,11 @@ class Task(Protocol):
     @classmethod
     def options(cls, settings: Any) -> dict[str, Any]:
         """The constructor's keyword options taken from ``settings``."""
+        ...
+
+    @classmethod
+    def dataset_defaults(cls, dataset: str | None, data_dir: Path | None) -> dict[str, Any]:
+        """Settings the kind gives this dataset (e.g. a GLUE task's selection metric), under the options given."""
         ...
 
     def counts(self) -> dict[str, dict[str, Any]]:
@@ -197,6 +208,17 @@ class TaskKind:
     kind: ClassVar[str]
     own_options: ClassVar[tuple[str, ...]] = ()
     exclusive_options: ClassVar[dict[str, str]] = {}
+    #: The original ``run_finetuning.py`` task names this kind runs (``downstream.original``), besides the
+    #: registered benchmarks of the kind.
+    original_task_names: ClassVar[tuple[str, ...]] = ()
+    #: The development metrics of a trial in the original's ``<task>_results.txt`` line, in order (those present).
+    original_result_keys: ClassVar[tuple[str, ...]] = ("precision", "recall", "f1", "micro_f1", "accuracy")
+
+    @classmethod
+    def dataset_defaults(cls, dataset: str | None, data_dir: Path | None) -> dict[str, Any]:
+        """Settings this kind gives the dataset named (e.g. GLUE's selection metric per task), under the
+        options given and any protocol's; none by default."""
+        return {}
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)

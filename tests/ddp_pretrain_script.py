@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pretrain_fixture import tiny_hparams  # noqa: E402
 
+from bioelectra.pretraining import prepare_pretraining  # noqa: E402
 from bioelectra.pretraining.callbacks import close_process_group  # noqa: E402
-from bioelectra.training import prepare_pretraining  # noqa: E402
 
 
 def main() -> None:

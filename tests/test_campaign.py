@@ -111,7 +111,7 @@ def test_train_hparams_fit_the_schedule_to_the_minutes(tmp_path):
     assert hp["fit_schedule_to_time"] is True and hp["max_train_seconds"] == 600.0
     assert hp["max_steps"] == c.FITTED_MAX_STEPS and hp["warmup_steps"] == 1000  # the library fits the warmup
     assert hp["learning_rate"] == TINY["learning_rate"] and "model_size" not in hp and "torch_compile" not in hp
-    from bioelectra.training import resolve_hparams
+    from bioelectra.pretraining import resolve_hparams
 
     assert resolve_hparams("small", hp).fit_schedule_to_time  # valid hparams for pretrain train
     args.steps = 510  # a fixed schedule: the warmup is capped at a quarter of it, to the recipe's peak
@@ -730,7 +730,8 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     assert model.config.hidden_size == 32
 
     shipped = tmp_path / "assets" / "bioelectra-small"
-    campaign("ship", "--export", here / "export", "--target", shipped)
+    campaign("ship", "--export", here / "export", "--target", shipped, "--generator-target", tmp_path / "generator")
+    assert json.loads((tmp_path / "generator" / "config.json").read_text())["architectures"] == ["ElectraForMaskedLM"]
     from safetensors import safe_open
 
     with safe_open(shipped / "model.safetensors", "pt") as f:
@@ -874,3 +875,45 @@ def test_a_shipped_discriminator_packs_alone_for_a_continuation(tmp_path):
     with safe_open(packed / "model.safetensors", "pt") as f:
         assert {str(f.get_tensor(k).dtype) for k in f.keys()} == {"torch.bfloat16"}
     assert discriminator_alone(tmp_path / "init-from") == packed
+
+
+def test_ship_keeps_the_generator_and_a_continuation_of_the_shipped_model_packs_it(tmp_path):
+    """`ship` writes the export's generator (float16) beside the recipe; `pack --init-from` the shipped
+    discriminator then carries that generator too, and the joint model loads both networks' weights."""
+    import torch
+    from transformers import BertTokenizerFast
+
+    from bioelectra.pretraining.checkpoints import build_model, discriminator_alone, load_pretraining_model
+    from bioelectra.pretraining.settings import resolve_hparams
+
+    c = load_campaign()
+    hp = resolve_hparams("small", {k: v for k, v in TINY.items() if k != "model_size"})
+    model = build_model("small", hp, vocab_size=120, pad_token_id=0)
+    torch.manual_seed(3)
+    with torch.no_grad():
+        for p in model.generator.parameters():
+            p.add_(torch.randn_like(p))
+    export = tmp_path / "export"  # export_checkpoint's layout
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *(f"w{i}" for i in range(115))]) + "\n")
+    for part, net in (("discriminator", model.discriminator), ("generator", model.generator)):
+        net.save_pretrained(export / part)
+        BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(export / part)
+    shipped, kept = tmp_path / "shipped", tmp_path / "generator"
+    c.cmd_ship(argparse.Namespace(export=export, target=shipped, generator_target=kept, max_mib=32.0))
+    assert discriminator_alone(shipped) == shipped
+    assert json.loads((kept / "config.json").read_text())["architectures"] == ["ElectraForMaskedLM"]
+
+    c.bf16_copy(shipped, tmp_path / "init-from", kept)
+    assert sorted(p.name for p in (tmp_path / "init-from").iterdir()) == ["discriminator", "generator"]
+    assert discriminator_alone(tmp_path / "init-from") is None
+    loaded = load_pretraining_model(tmp_path / "init-from")
+    for (name, want), got in zip(model.generator.state_dict().items(), loaded.generator.state_dict().values(), strict=True):
+        assert torch.equal(got, want.half().to(torch.bfloat16).float()), name  # shipped float16, packed bfloat16
+
+    # an export without a generator removes the stale one: it belonged to the earlier discriminator
+    shutil.rmtree(export / "generator")
+    c.cmd_ship(argparse.Namespace(export=export, target=shipped, generator_target=kept, max_mib=32.0))
+    assert not kept.exists()
+    c.bf16_copy(shipped, tmp_path / "init-from-2", kept)
+    assert sorted(p.name for p in (tmp_path / "init-from-2").iterdir()) == ["discriminator"]

@@ -700,7 +700,7 @@ def test_data_folders_of_format_1_still_load_and_say_so(tmp_path, caplog):
 
     from pretrain_fixture import make_data_dir
 
-    from bioelectra.training import load_pretraining_data, make_collator, resolve_hparams
+    from bioelectra.pretraining import load_pretraining_data, make_collator, resolve_hparams
 
     data_dir = make_data_dir(tmp_path / "old")
     with caplog.at_level(logging.INFO):

@@ -9,6 +9,7 @@ from pretrain_fixture import make_data_dir, tiny_hparams
 from typer.testing import CliRunner
 
 from bioelectra.cli import app
+from bioelectra.pretraining import export_checkpoint, run_pretraining
 from bioelectra.pretraining.demo import (
     detect_replaced_tokens,
     replace_and_detect,
@@ -21,7 +22,6 @@ from bioelectra.pretraining.plots import (
     plot_pretraining_run,
     read_log_history,
 )
-from bioelectra.training import export_checkpoint, run_pretraining
 
 PNG = b"\x89PNG\r\n\x1a\n"
 TEXT = "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10"

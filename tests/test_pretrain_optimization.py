@@ -130,7 +130,7 @@ def test_first_step_without_bias_correction_is_smaller():
 
 
 def test_make_optimizer_picks_electras_adamw_off_cuda():
-    from bioelectra.training import make_optimizer, resolve_hparams
+    from bioelectra.pretraining import make_optimizer, resolve_hparams
 
     p = nn.Parameter(torch.zeros(2))
     opt = make_optimizer([{"params": [p]}], resolve_hparams("small"), cuda=False)

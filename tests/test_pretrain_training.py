@@ -12,10 +12,9 @@ import torch
 from pretrain_fixture import Crash, make_data_dir, tiny_hparams
 from transformers import TrainerCallback
 
-from bioelectra.optimization import electra_lr_lambda
-from bioelectra.training import (
+from bioelectra.optimization import ElectraAdamW, electra_lr_lambda
+from bioelectra.pretraining import (
     HPARAM_ALIASES,
-    ElectraAdamW,
     PretrainingHparams,
     binary_auc,
     parse_hparams_arg,
@@ -116,7 +115,7 @@ def test_binary_auc_hand_cases():
 def test_metrics_on_hand_made_outputs():
     from types import SimpleNamespace
 
-    from bioelectra.training import _finish_metrics, _MetricSums
+    from bioelectra.pretraining.metrics import _finish_metrics, _MetricSums
 
     labels = torch.tensor([[-100, 5, -100, 7]])
     attention_mask = torch.tensor([[1, 1, 1, 0]])
@@ -428,7 +427,7 @@ def test_a_kill_during_a_checkpoint_save_never_blocks_the_rerun(data_dir, tmp_pa
     """Fault injection: the folder a kill -9 leaves while the Trainer writes checkpoint-N (a file missing
     or cut short). The same call again resumes from the newest complete checkpoint, says which one it
     skipped and why, and moves the broken one aside (never deleted); eval and export skip it too."""
-    from bioelectra.training import INCOMPLETE_DIR, export_checkpoint, find_checkpoint
+    from bioelectra.pretraining import INCOMPLETE_DIR, export_checkpoint, find_checkpoint
 
     out = tmp_path / "out"
     hp = tiny_hparams(max_steps=6, save_steps=2, warmup_steps=2, save_total_limit=5)
@@ -566,7 +565,7 @@ def test_cli_train_eval_export_end_to_end(data_dir, tmp_path):
 
 
 def test_init_from_loads_the_given_weights(data_dir, tmp_path):
-    from bioelectra.training import build_model, resolve_hparams
+    from bioelectra.pretraining import build_model, resolve_hparams
 
     hp = resolve_hparams("small", tiny_hparams())
     source = build_model("small", hp, vocab_size=100, pad_token_id=0)
@@ -579,7 +578,7 @@ def test_init_from_loads_the_given_weights(data_dir, tmp_path):
     assert trainer.model.embeddings_are_shared()
     assert trainer.model.config.disc_weight == 50.0
     assert trainer.model.config.max_predictions_per_seq == trainer.data_collator.max_predictions_per_seq
-    from bioelectra.training import load_pretraining_model
+    from bioelectra.pretraining import load_pretraining_model
 
     assert load_pretraining_model(tmp_path / "src", disc_weight=3.0).config.disc_weight == 3.0
     with pytest.raises(ValueError, match="untied_generator_embeddings"):
@@ -589,7 +588,7 @@ def test_init_from_loads_the_given_weights(data_dir, tmp_path):
 
 
 def test_init_from_with_another_vocabulary_of_the_same_size_is_refused(data_dir, tmp_path):
-    from bioelectra.training import build_model, resolve_hparams
+    from bioelectra.pretraining import build_model, resolve_hparams
 
     source = build_model("small", resolve_hparams("small", tiny_hparams()), vocab_size=100, pad_token_id=0)
     source.save_pretrained(tmp_path / "src")
@@ -609,7 +608,7 @@ def test_init_from_with_another_vocabulary_of_the_same_size_is_refused(data_dir,
 def test_init_from_half_precision_weights_trains_float32_parameters(data_dir, tmp_path, layout):
     """A bfloat16 export (the campaign's continuation carries one) or a joint model saved in bfloat16 starts
     training with float32 parameters holding the same values (transformers 5 keeps a saved dtype)."""
-    from bioelectra.training import build_model, export_checkpoint, resolve_hparams
+    from bioelectra.pretraining import build_model, export_checkpoint, resolve_hparams
 
     hp = resolve_hparams("small", tiny_hparams())
     source = build_model("small", hp, vocab_size=100, pad_token_id=0).to(torch.bfloat16)
@@ -627,7 +626,7 @@ def test_init_from_half_precision_weights_trains_float32_parameters(data_dir, tm
 
 
 def test_empty_validation_split_skips_metrics_in_training_and_fails_eval(tmp_path):
-    from bioelectra.training import evaluate_checkpoint
+    from bioelectra.pretraining import evaluate_checkpoint
 
     data = make_data_dir(tmp_path / "data", n_train=16, n_validation=0)
     summary = run_pretraining(
@@ -645,7 +644,7 @@ def test_bioelectra_mini_recipe_hparams_resolve():
     """The recipe's hparams.json is valid input for `pretrain train --hparams` and sets the run's shape."""
     from pathlib import Path
 
-    from bioelectra.training import build_model
+    from bioelectra.pretraining import build_model
 
     path = Path(__file__).resolve().parent.parent / "recipes" / "bioelectra-mini" / "hparams.json"
     hp = resolve_hparams("small", json.loads(path.read_text()))
@@ -715,7 +714,7 @@ def test_tied_generator_trains_resumes_and_stays_tied(data_dir, tmp_path, traine
     """``untied_generator: false`` through the Trainer: checkpoints store the shared encoder once, a resumed
     run keeps generator and discriminator on one encoder without warning that the tied parameters are
     missing from the checkpoint, and the refusal to change the layout is clear."""
-    from bioelectra.training import load_pretraining_model
+    from bioelectra.pretraining import load_pretraining_model
 
     out = tmp_path / "out"
     hp = tiny_hparams(max_steps=4, save_steps=2, untied_generator=False, learning_rate=1e-3)

@@ -254,13 +254,13 @@ def test_qa_options_are_refused_for_other_loaders(tmp_path):
 
 
 def test_qa_datasets_are_registered_with_sources(tmp_path, monkeypatch):
-    from downstream import registry
+    from downstream import dataset_specs, registry
 
-    assert set(registry.QA_DATASETS) == {"covid-qa", "bioasq-factoid"}
-    assert set(registry.YESNO_DATASETS) == {"pubmedqa", "bioasq-yesno"}
+    assert set(dataset_specs.QA_DATASETS) == {"covid-qa", "bioasq-factoid"}
+    assert set(dataset_specs.YESNO_DATASETS) == {"pubmedqa", "bioasq-yesno"}
     for name in ("bioasq-factoid", "bioasq-yesno"):
         spec = registry.get_spec(name)
-        assert spec.archive_url == registry.BIOBERT_ARCHIVE_URL and spec.archive_member == "datasets/QA/BioASQ"
+        assert spec.archive_url == dataset_specs.BIOBERT_ARCHIVE_URL and spec.archive_member == "datasets/QA/BioASQ"
         assert set(spec.split_files) == {"train", "test", "golden"}
     for name in ("covid-qa", "pubmedqa"):
         spec = registry.get_spec(name)

@@ -8,7 +8,7 @@ from conftest import FIXTURES, make_ddi_zip
 from typer.testing import CliRunner
 
 from bioelectra.cli import app
-from downstream import registry
+from downstream import dataset_specs, registry
 from downstream.errors import DatasetUnavailableError
 
 runner = CliRunner()
@@ -117,7 +117,7 @@ def test_cli_errors_are_clear(tmp_path, tiny_checkpoint):
 
 
 def test_re_datasets_are_registered_with_sources_and_checksums():
-    assert set(registry.RE_DATASETS) == {"chemprot", "ddi", "gad"}
+    assert set(dataset_specs.RE_DATASETS) == {"chemprot", "ddi", "gad"}
     chem = registry.get_spec("chemprot", task="re")
     assert set(chem.sha256) == {"train.tsv", "dev.tsv", "test.tsv"} and "SciCrunch/bio_electra" in chem.files["train.tsv"]
     assert registry.get_spec("gad").layout == "folds" and len(registry.get_spec("gad").sha256) == 20

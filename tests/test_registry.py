@@ -8,16 +8,16 @@ import time
 
 import pytest
 
-from downstream import registry
+from downstream import dataset_specs, registry
 from downstream.errors import DatasetUnavailableError, DownstreamError
 from downstream.ner.data import read_ner_file
 
 
 def test_all_ner_benchmarks_are_registered():
-    assert set(registry.NER_DATASETS) == {
+    assert set(dataset_specs.NER_DATASETS) == {
         "bc2gm", "bc4chemd", "bc5cdr-chem", "bc5cdr-disease", "jnlpba", "linnaeus", "ncbi-disease", "s800",
     }
-    for spec in registry.NER_DATASETS.values():
+    for spec in dataset_specs.NER_DATASETS.values():
         assert spec.archive_url.startswith("http") and spec.archive_member.startswith("datasets/NER/")
         assert spec.original_url.startswith("http")
 
@@ -78,7 +78,7 @@ def _archive(tmp_path, member: str, files: dict[str, bytes]):
 
 
 def _spec(archive, sha):
-    return registry.DatasetSpec(
+    return dataset_specs.DatasetSpec(
         name="toy", task="ner", title="toy", entity_types=("Disease",), archive_url=archive.as_uri(),
         archive_member="datasets/NER/Toy", original_url="http://example.org", citation="-", sha256=sha,
     )

@@ -224,7 +224,7 @@ def test_seed000_run_finetuning(finetuning_data_dir, task):
         # Seed 001: run_finetuning.py ... '{"model_size": "base", "task_names": ["mnli"], "do_train": false,
         #           "do_eval": true, "init_checkpoint": "<data-dir>/models/electra_base/finetuning_models/mnli_model_1"}'
         ({"model_size": "base", "task_names": ["mnli"], "do_train": False, "do_eval": True,
-          "init_checkpoint": "x/finetuning_models/mnli_model_1"}, "task 'mnli'"),  # fmt: skip
+          "init_checkpoint": "x/finetuning_models/mnli_model_1"}, 'evaluates "init_checkpoint"'),  # fmt: skip
         # Seed 001: run_finetuning.py ... '{"model_size": "base", "task_names": ["squad"]}' (and ["chunk"])
         ({"model_size": "base", "task_names": ["squad"]}, "task 'squad'"),
         ({"model_size": "base", "task_names": ["chunk"]}, "task 'chunk'"),

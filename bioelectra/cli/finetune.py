@@ -29,6 +29,7 @@ class Loader(StrEnum):
     re = "re"
     qa = "qa"
     yesno = "yesno"
+    glue = "glue"
 
 
 class Precision(StrEnum):
@@ -56,15 +57,15 @@ class Iob1Policy(StrEnum):
 #: The options of ``finetune`` (their declarations, so the command's signature stays one line each).
 _FinetuneLoader = Annotated[
     Loader,
-    typer.Option(help="Task kind: 'ner' (token classification), 're' (relation extraction), 'qa' (extractive question answering, SQuAD format) or 'yesno' (yes/no/maybe question answering: PubMedQA, BioASQ yes/no)."),
+    typer.Option(help="Task kind: 'ner' (token classification), 're' (relation extraction), 'qa' (extractive question answering, SQuAD format), 'yesno' (yes/no/maybe question answering: PubMedQA, BioASQ yes/no) or 'glue' (GLUE's sentence (pair) classification and STS-B regression)."),
 ]
 _FinetuneDataset = Annotated[
     str | None,
-    typer.Option(help="Benchmark name from the registry (e.g. ncbi-disease, bc5cdr-chem, chemprot, gad, covid-qa)."),
+    typer.Option(help="Benchmark name from the registry (e.g. ncbi-disease, bc5cdr-chem, chemprot, gad, covid-qa); --loader glue: cola, sst-2, mrpc, sts-b, qqp, mnli, mnli-mm, qnli, rte, wnli (or the original's sst, sts)."),
 ]
 _FinetuneDataDir = Annotated[
     Path | None,
-    typer.Option("--data-dir", "--data_dir", help="Local folder with train.tsv, devel.tsv (or dev.tsv) and test.tsv (QA: train.json, dev.json, test.json, or one SQuAD JSON file split by document); overrides the registry."),
+    typer.Option("--data-dir", "--data_dir", help="Local folder with train.tsv, devel.tsv (or dev.tsv) and test.tsv (QA: train.json, dev.json, test.json, or one SQuAD JSON file split by document; GLUE: a task folder in GLUE's layout, test.tsv optional); overrides the registry."),
 ]
 _FinetuneCkpt = Annotated[
     str,
@@ -80,7 +81,10 @@ _FinetuneOutputDir = Annotated[
     Path | None,
     typer.Option("--output-dir", "--output_dir", help="Where results.json, results.md and per-trial outputs go (default runs/<loader>-<dataset>)."),
 ]
-_FinetuneMetric = Annotated[str, typer.Option(help="Development-set metric that selects the best epoch (f1, precision, recall, accuracy, loss).")]
+_FinetuneMetric = Annotated[
+    str | None,
+    typer.Option(show_default=False, help="Development-set metric that selects the best epoch (f1, precision, recall, accuracy, loss; GLUE also mcc, pearson, spearman). [default: f1; GLUE: the original's per task: mcc for CoLA, spearman for STS-B, accuracy for the others]"),
+]
 _FinetuneGreaterIsBetter = Annotated[
     bool,
     typer.Option("--greater-is-better/--lower-is-better", "--greater_is_better/--lower_is_better", help="Whether a larger --metric is better."),
@@ -160,7 +164,7 @@ _FinetuneFolds = Annotated[
 ]
 _FinetuneReHead = Annotated[
     ReHead,
-    typer.Option("--re-head", "--re_head", help="RE and yes/no classifier head: 'electra' (dropout + linear over [CLS], ELECTRA's) or 'hf' (ElectraClassificationHead)."),
+    typer.Option("--re-head", "--re_head", help="RE, yes/no and GLUE classifier head: 'electra' (dropout + linear over [CLS], ELECTRA's) or 'hf' (ElectraClassificationHead)."),
 ]
 _FinetuneDevFraction = Annotated[
     float, typer.Option("--dev-fraction", min=0.01, max=0.5, help="RE, QA: fraction of train (QA: of its documents) cut off as the development split when there is none.")
@@ -174,6 +178,15 @@ _FinetuneNullScoreThreshold = Annotated[float | None, typer.Option("--null-score
 _FinetuneNullWindowFraction = Annotated[
     float | None,
     typer.Option("--null-window-fraction", min=0.0, max=1.0, show_default=False, help="QA: fraction of the training windows without the answer kept (seeded); long documents are mostly such windows. [default: 1, all]"),
+]
+_FinetuneDoubleUnordered = Annotated[
+    bool | None,
+    typer.Option(
+        "--double-unordered/--no-double-unordered",
+        show_default=False,
+        help="GLUE MRPC and STS-B: train on each pair in both orders (the original ELECTRA code's double_unordered). "
+        "[default: on, as in the original, whose published GLUE scores were made with it; it doubles the training steps]",
+    ),
 ]
 _FinetuneHpSearch = Annotated[
     int | None,
@@ -200,7 +213,7 @@ def finetune(
     data_dir: _FinetuneDataDir = None,
     ckpt: _FinetuneCkpt = DEFAULT_CKPT,
     output_dir: _FinetuneOutputDir = None,
-    metric: _FinetuneMetric = "f1",
+    metric: _FinetuneMetric = None,
     greater_is_better: _FinetuneGreaterIsBetter = True,
     trials: _FinetuneTrials = None,
     epochs: _FinetuneEpochs = None,
@@ -233,6 +246,7 @@ def finetune(
     n_best_size: _FinetuneNBestSize = None,
     null_score_threshold: _FinetuneNullScoreThreshold = None,
     null_window_fraction: _FinetuneNullWindowFraction = None,
+    double_unordered: _FinetuneDoubleUnordered = None,
     hp_search: _FinetuneHpSearch = None,
     report_to: _FinetuneReportTo = "none",
     find_lr: _FinetuneFindLr = False,
@@ -241,7 +255,7 @@ def finetune(
     find_lr_steps: _FinetuneFindLrSteps = 100,
     verbose: _FinetuneVerbose = False,
 ) -> None:
-    """Fine-tune a checkpoint on a biomedical benchmark, N seeded trials, and report dev/test metrics."""
+    """Fine-tune a checkpoint on a biomedical benchmark (or a GLUE task), N seeded trials, and report dev/test metrics."""
     _setup_logging(verbose)
     _no_transformers_bars()  # the trial's own bar is enough
     from bioelectra.checkpoints import default_learning_rate
@@ -262,15 +276,15 @@ def finetune(
         "max_seq_length": max_seq_length, "warmup_ratio": warmup_ratio, "weight_decay": weight_decay,
         "layerwise_lr_decay": layerwise_lr_decay, "optimizer": optimizer.value if optimizer else None,
         "dropout": dropout, "doc_stride": doc_stride, "max_query_length": max_query_length,
-        "max_answer_length": max_answer_length, "n_best_size": n_best_size,
-        "null_score_threshold": null_score_threshold, "null_window_fraction": null_window_fraction,
+        "max_answer_length": max_answer_length, "n_best_size": n_best_size, "metric": metric,
+        "null_score_threshold": null_score_threshold, "null_window_fraction": null_window_fraction, "double_unordered": double_unordered,
     }  # fmt: skip
     try:
         settings = settings_from_options(
             loader.value,
             given=given,
             fixed={
-                "dataset": dataset, "data_dir": data_dir, "checkpoint_name": ckpt, "output_dir": out, "metric": metric,
+                "dataset": dataset, "data_dir": data_dir, "checkpoint_name": ckpt, "output_dir": out,
                 "greater_is_better": greater_is_better, "seed": seed, "precision": precision.value, "iob1_policy": iob1.value,
                 "max_steps": max_steps, "max_train_examples": max_train_examples, "max_eval_examples": max_eval_examples,
                 "fold": fold, "re_head": re_head.value, "dev_fraction": dev_fraction, "dev_split_seed": dev_split_seed,
@@ -279,9 +293,8 @@ def finetune(
             protocol=protocol,
             checkpoint=lambda: resolve_checkpoint(ckpt, out),
             default_learning_rate=lambda: default_learning_rate(ckpt),
-            on_default_learning_rate=lambda rate: console.print(
-                f"learning rate {rate:g} (the default for --ckpt {ckpt}; set --learning-rate to change it)"
-            ),
+            on_default_learning_rate=lambda rate: console.print(f"learning rate {rate:g} (the default for --ckpt {ckpt}; "
+                                                                "set --learning-rate to change it)"),
             checked={"folds": folds},
         )
         if find_lr:
@@ -360,7 +373,7 @@ def run_finetuning(
     """The original run_finetuning.py command line: each task of task_names through finetune's trial runner,
     results also in DATA_DIR/models/<model-name>/results/<task>_results.txt (the original's format)."""
     _setup_logging(verbose)
-    from bioelectra.training import parse_hparams_arg
+    from bioelectra.pretraining import parse_hparams_arg
     from downstream.errors import DownstreamError
     from downstream.original import run_original_finetuning
     from downstream.settings import FinetuneSettings
@@ -385,5 +398,7 @@ def run_finetuning(
         if "trials" in report:
             print(format_summary_table(report))
         else:  # an evaluation (do_train false)
-            print(f"{item['task']}: dev F1 {100 * report['dev']['f1']:.2f}, test F1 {100 * report['test']['f1']:.2f}")
+            from downstream.trial.evaluate import evaluation_line
+
+            print(f"{item['task']}: dev {evaluation_line(report, 'dev')}; test {evaluation_line(report, 'test') or '-'}")
         console.print(f"[green]{item['task']}:[/] {item['results_txt']}")

@@ -51,7 +51,7 @@ def pretrain_train(
     hparams: Annotated[
         list[str] | None,
         typer.Option(
-            help="JSON object or .json file of hparam overrides: bioelectra.training.PretrainingHparams fields "
+            help="JSON object or .json file of hparam overrides: bioelectra.pretraining.PretrainingHparams fields "
             "or the original configure_pretraining.py names (TensorFlow/TPU ones are ignored, unknown keys "
             "are an error). Repeatable: merged in order, a later key wins (--hparams recipe.json --hparams "
             "'{\"max_steps\": 100}')."
@@ -83,8 +83,8 @@ def pretrain_train(
     logging.getLogger("transformers.trainer").setLevel(logging.INFO)
     import json
 
+    from bioelectra.pretraining import parse_hparams_arg, run_pretraining
     from bioelectra.pretraining.callbacks import close_process_group
-    from bioelectra.training import parse_hparams_arg, run_pretraining
 
     out = output_dir or data_dir / "models" / model_name
     try:
@@ -128,7 +128,7 @@ def pretrain_eval(
     _setup_logging(verbose)
     import json
 
-    from bioelectra.training import evaluate_checkpoint, parse_hparams_arg
+    from bioelectra.pretraining import evaluate_checkpoint, parse_hparams_arg
 
     try:
         result = evaluate_checkpoint(
@@ -170,7 +170,7 @@ def pretrain_export(
     _setup_logging(verbose)
     import json
 
-    from bioelectra.training import export_checkpoint
+    from bioelectra.pretraining import export_checkpoint
 
     try:
         paths = export_checkpoint(

@@ -18,7 +18,6 @@ tokenizer files, optimizer / scheduler / RNG state), ``hparams.json`` (resolved)
 ``eval_results.json`` (metrics after the last step).
 """
 
-from bioelectra.diagnostics import ATTENTION_PROBE_EXAMPLES  # noqa: F401
 from bioelectra.pretraining.callbacks import (  # noqa: F401
     LOG_HISTORY_FILE,
     DeadlineCallback,
@@ -33,10 +32,6 @@ from bioelectra.pretraining.checkpoints import (  # noqa: F401
     CHECKPOINT_RE,
     EXPORT_DTYPES,
     INCOMPLETE_DIR,
-    _checkpoint_dirs,
-    _checkpoint_step,
-    _last_checkpoint,
-    _objective_kwargs,
     build_model,
     checkpoint_problem,
     export_checkpoint,
@@ -53,17 +48,12 @@ from bioelectra.pretraining.inputs import (  # noqa: F401
 )
 from bioelectra.pretraining.jobs import (  # noqa: F401
     EVAL_RESULTS_FILE,
-    _attention_report,
-    _check_against_data,
     evaluate_checkpoint,
     prepare_pretraining,
     run_pretraining,
 )
 from bioelectra.pretraining.metrics import (  # noqa: F401
     METRIC_NAMES,
-    _finish_metrics,
-    _json_safe,
-    _MetricSums,
     binary_auc,
     pretraining_metrics,
 )
@@ -72,13 +62,11 @@ from bioelectra.pretraining.settings import (  # noqa: F401
     HPARAMS_FILE,
     RENAMED_FROM,
     PretrainingHparams,
-    _type_error,
     parse_hparams_arg,
     resolve_hparams,
 )
 from bioelectra.pretraining.trainer import (  # noqa: F401
     ElectraPretrainer,
-    _use_bf16,
     make_optimizer,
     training_arguments,
 )
@@ -88,10 +76,6 @@ __all__ = [
     "CHECKPOINT_RE",
     "EXPORT_DTYPES",
     "INCOMPLETE_DIR",
-    "_checkpoint_dirs",
-    "_checkpoint_step",
-    "_last_checkpoint",
-    "_objective_kwargs",
     "build_model",
     "checkpoint_problem",
     "export_checkpoint",
@@ -103,24 +87,17 @@ __all__ = [
     "PretrainingData",
     "load_pretraining_data",
     "make_collator",
-    "ATTENTION_PROBE_EXAMPLES",
     "EVAL_RESULTS_FILE",
-    "_attention_report",
-    "_check_against_data",
     "evaluate_checkpoint",
     "prepare_pretraining",
     "run_pretraining",
     "METRIC_NAMES",
-    "_finish_metrics",
-    "_json_safe",
-    "_MetricSums",
     "binary_auc",
     "pretraining_metrics",
     "HPARAM_ALIASES",
     "HPARAMS_FILE",
     "RENAMED_FROM",
     "PretrainingHparams",
-    "_type_error",
     "parse_hparams_arg",
     "resolve_hparams",
     "DeadlineCallback",
@@ -131,7 +108,6 @@ __all__ = [
     "SaveAtEndCallback",
     "StepProgressCallback",
     "read_log_history",
-    "_use_bf16",
     "make_optimizer",
     "training_arguments",
 ]

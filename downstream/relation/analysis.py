@@ -1,5 +1,5 @@
 """What a person reads after a RE trial: the per-class report, the micro scores over the positive labels
-(:func:`downstream.relation.metrics.re_metrics`), the confusion matrix, and the misclassified examples
+(:func:`downstream.classification.re_metrics`), the confusion matrix, and the misclassified examples
 with counts per (gold, predicted) pair."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ def re_classification_report(results: dict[str, dict[str, Any]], info: dict[str,
     """``classification_report.txt`` for RE.
 
     Args:
-        results: ``{"dev": metrics, "test": metrics}``, each the dict of :func:`downstream.relation.metrics.re_metrics`.
+        results: ``{"dev": metrics, "test": metrics}``, each the dict of :func:`downstream.classification.re_metrics`.
         info: ``best_epoch``, ``train_loss``, ``dev_loss``.
     """
     parts = [epoch_lines(info)]

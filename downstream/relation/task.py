@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 class ReEvaluator:
     """``compute_metrics`` for the Trainer on one RE split: maps the (length-sorted) predictions back to
-    file order and scores them with :func:`downstream.relation.metrics.re_metrics`. The full result (per-class
+    file order and scores them with :func:`downstream.classification.re_metrics`. The full result (per-class
     report, confusion matrix, predicted labels) is kept in ``last``."""
 
     def __init__(self, split: ReSplit, encoded: EncodedReSplit, labels: list[str], positive_labels: list[str]):

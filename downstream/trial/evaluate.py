@@ -15,6 +15,7 @@ from bioelectra.textio import atomic_write_text
 from downstream.errors import DownstreamError
 from downstream.kinds import prepare_task, task_class
 from downstream.settings import FinetuneSettings
+from downstream.task import EvalResult
 
 logger = logging.getLogger(__name__)
 
@@ -80,17 +81,21 @@ def evaluate_model(settings: FinetuneSettings) -> dict[str, Any]:
     seconds: dict[str, float] = {}
     try:
         for split in ("dev", "test"):
+            if not len(task.dataset(split)):  # GLUE in the original layout: no test file
+                results[split] = EvalResult(metrics={"num_examples": 0, "note": "no test data"}, predictions=[])
+                continue
             evaluator = task.evaluator(split)
             trainer.compute_metrics = evaluator
             started = time.perf_counter()
             output = trainer.predict(task.dataset(split))
             seconds[split] = round(time.perf_counter() - started, 2)
             results[split] = evaluator.last
-            if "test_loss" in output.metrics:
+            if "test_loss" in output.metrics and results[split].metrics.get("scored", True):  # GLUE's test: no labels
                 results[split].metrics["loss"] = float(output.metrics["test_loss"])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    task.write_predictions(output_dir / task.predictions_filename, "test", results["test"])
+    if len(task.dataset("test")):
+        task.write_predictions(output_dir / task.predictions_filename, "test", results["test"])
     from downstream.trial.baselines import split_baselines, trial_warnings
 
     baselines = split_baselines(task)

@@ -52,6 +52,8 @@ def finetune_command(settings: FinetuneSettings) -> str:
         args += [option, f"{value:g}" if isinstance(value, float) else str(value)]
     if not settings.greater_is_better:
         args.append("--lower-is-better")
+    if not settings.double_unordered:
+        args.append("--no-double-unordered")
     return shlex.join(args)
 
 
@@ -170,7 +172,8 @@ warmup ratio {settings.warmup_ratio:g}, weight decay {settings.weight_decay:g}, 
 #: Column titles of the results table.
 _TITLES = {
     "precision": "precision", "recall": "recall", "f1": "F1", "accuracy": "accuracy", "exact_match": "exact match",
-    "strict_accuracy": "strict accuracy", "lenient_accuracy": "lenient accuracy", "mrr": "MRR",
+    "strict_accuracy": "strict accuracy", "lenient_accuracy": "lenient accuracy", "mrr": "MRR", "mcc": "MCC",
+    "pearson": "Pearson", "spearman": "Spearman",
 }  # fmt: skip
 
 

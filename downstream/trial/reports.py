@@ -28,7 +28,7 @@ def dataset_title(settings: FinetuneSettings) -> str | None:
 def write_reports(settings: FinetuneSettings, task, counts, records) -> dict[str, Any]:
     headline = task.headline_metrics
     summary = {
-        split: {name: summarize([r[split][name] for r in records], ddof=STD_DDOF) for name in headline}
+        split: {name: summarize([r[split].get(name) for r in records], ddof=STD_DDOF) for name in headline}
         for split in ("dev", "test")
     }
     report = {
@@ -79,7 +79,8 @@ DEFAULT_TABLE_METRICS = ("f1",)
 #: Short column titles of the metrics in tables.
 METRIC_TITLES = {
     "precision": "P", "recall": "R", "f1": "F1", "accuracy": "acc", "exact_match": "EM",
-    "strict_accuracy": "SAcc", "lenient_accuracy": "LAcc", "mrr": "MRR",
+    "strict_accuracy": "SAcc", "lenient_accuracy": "LAcc", "mrr": "MRR", "mcc": "MCC", "pearson": "Pearson",
+    "spearman": "Spearman",
 }  # fmt: skip
 
 
@@ -261,7 +262,7 @@ def summarize(values: Sequence[float], *, ddof: int = 1) -> dict[str, float | in
     """Mean, standard deviation, min and max of per-trial values.
 
     Args:
-        values: one value per trial.
+        values: one value per trial; ``None`` (not scored: GLUE's hidden test labels) is left out.
         ddof: delta degrees of freedom of the standard deviation (1: sample std, the usual report for
             repeated fine-tuning runs). With a single value the std is None.
 
@@ -270,7 +271,7 @@ def summarize(values: Sequence[float], *, ddof: int = 1) -> dict[str, float | in
     """
     import statistics
 
-    values = [float(v) for v in values]
+    values = [float(v) for v in values if v is not None]
     if not values:
         return {"mean": None, "std": None, "ddof": ddof, "min": None, "max": None, "n": 0}
     mean = statistics.fmean(values)

@@ -85,19 +85,19 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
     if dev is None:  # no evaluation happened during training: score dev now
         dev_loss = trainer.evaluate(task.dataset("dev")).get("eval_loss", float("nan"))
         dev = dev_evaluator.last
-    test_evaluator = task.evaluator("test")
-    trainer.compute_metrics = test_evaluator
     started_test = time.perf_counter()
-    trainer.predict(task.dataset("test"))
+    test = _predict_test(trainer, task)
     test_seconds = time.perf_counter() - started_test
-    test = test_evaluator.last
     if dev is None or test is None:
         raise DownstreamError("evaluation produced no metrics")
     dev.metrics["loss"] = float(dev_loss)
     warnings = trial_warnings(task, {"dev": dev, "test": test}, split_baselines(task))
 
-    predictions_file = trial_dir / task.predictions_filename
-    task.write_predictions(predictions_file, "test", test)
+    predictions_file: Path | None = trial_dir / task.predictions_filename
+    if len(task.dataset("test")):
+        task.write_predictions(predictions_file, "test", test)
+    else:
+        predictions_file = None
     history = trainer.state.log_history
     losses = epoch_losses(history, best_epoch)
     write_trial_analysis(
@@ -138,7 +138,7 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
         "dev": dev.metrics,
         "test": test.metrics,
         "model_dir": str(model_dir),
-        "predictions_file": str(predictions_file),
+        "predictions_file": str(predictions_file) if predictions_file else None,
         # per epoch and per logged step, so the plots can be redrawn from the records alone
         "dev_history": dev_history(history, settings.metric),
         "train_loss_history": train_loss_history(history),
@@ -147,6 +147,20 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
     }
     atomic_write_text(trial_dir / "trial.json", json.dumps(record, indent=2))
     return record
+
+
+def _predict_test(trainer, task):
+    """The test split's :class:`EvalResult` from the best model; an empty result (no metrics, no predictions)
+    when the data has no test split (GLUE in the original ELECTRA layout: train and dev only)."""
+    from downstream.task import EvalResult
+
+    if not len(task.dataset("test")):
+        logger.info("no test data: the test set is not run")
+        return EvalResult(metrics={"num_examples": 0, "note": "no test data"}, predictions=[])
+    test_evaluator = task.evaluator("test")
+    trainer.compute_metrics = test_evaluator
+    trainer.predict(task.dataset("test"))
+    return test_evaluator.last
 
 
 def _non_finite_loss_callback(trial_index: int):

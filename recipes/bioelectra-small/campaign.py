@@ -62,6 +62,8 @@ from campaign_common import (  # noqa: E402, F401
     DEFAULT_NER,
     HPARAMS,
     REPO,
+    SHIPPED,
+    SHIPPED_GENERATOR,
     _case_size,
     _same_case,
     log,
@@ -383,6 +385,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-unread-folders", action="store_true", help="pack although a corpus folder has no reader")
     p.add_argument("--init-from", type=Path, default=None,
                    help="an export (discriminator/ + generator/) to continue from: packed in bfloat16, with its vocabulary")  # fmt: skip
+    p.add_argument("--init-generator", type=Path, default=None, help="the generator of a discriminator-alone --init-from (default for the shipped model: the one ship kept, where present)")  # fmt: skip
 
     p = stage("setup", cmd_setup, "install wheels, unpack packs, record the machine (device)")
     p.add_argument("--pack", type=Path, action="append", default=[])
@@ -440,7 +443,9 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = stage("ship", cmd_ship, "a brought-back export as the package's float16 model (CPU, here)")
     p.add_argument("--export", type=Path, required=True, help="the export/ folder of the results tar")
-    p.add_argument("--target", type=Path, default=REPO / "bioelectra" / "assets" / "models" / "bioelectra-small")
+    p.add_argument("--target", type=Path, default=SHIPPED)
+    p.add_argument("--generator-target", type=Path, default=SHIPPED_GENERATOR,
+                   help="where the export's generator goes (float16, beside the recipe: the next continuation's)")  # fmt: skip
     p.add_argument("--max-mib", type=float, default=32.0)
 
     p = stage("report", cmd_report, "the brought-back figures as Markdown tables: report.md, and model-card.md, the card's draft (CPU, here)")

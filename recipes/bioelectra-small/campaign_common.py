@@ -26,6 +26,11 @@ DEFAULT_NER = REPO.parent / "shared" / "data" / "ner"
 
 HPARAMS = HERE / "hparams.json"
 
+#: The shipped model (a discriminator alone, float16) and, beside the recipe, the generator ``ship`` kept
+#: with it (float16; what a continuation of the shipped model starts its generator from).
+SHIPPED = REPO / "bioelectra" / "assets" / "models" / "bioelectra-small"
+SHIPPED_GENERATOR = HERE / "generator"
+
 #: Pack order: abstracts first (the text closest to the benchmarks), so a campaign that gets only pack 1
 #: onto the device still trains on them.
 SOURCE_ORDER = (

@@ -17,6 +17,8 @@ from campaign_common import (  # noqa: E402
     NER_SETS,
     PYARROW_WHEEL,
     REPO,
+    SHIPPED,
+    SHIPPED_GENERATOR,
     SOURCE_ONLY_WHEELS,
     SOURCE_ORDER,
     WHEELS,
@@ -80,12 +82,14 @@ def travelling_bytes(repo: Path) -> int:
     return sum((repo / n).stat().st_size for n in dict.fromkeys(names) if n and (repo / n).is_file())
 
 
-def bf16_copy(export: Path, target: Path) -> None:
+def bf16_copy(export: Path, target: Path, generator: Path | None = None) -> None:
     """``export``'s ``discriminator/`` and ``generator/`` (``save_pretrained`` folders of any dtype) as
     bfloat16 copies in ``target``, with their tokenizer files: half the bytes of a float32 export, so that a
     continuation fits in pack 1 (issue 14: weights in bf16; ``pretrain train --init-from`` loads float32).
     A discriminator alone (the shipped model; :func:`bioelectra.pretraining.checkpoints.discriminator_alone`)
-    becomes ``target/discriminator`` only: ``pretrain train`` then starts the generator anew."""
+    takes its generator from ``generator`` (the one ``ship`` kept beside the recipe) when that folder is
+    given and exists; without it ``target`` holds ``discriminator/`` only and ``pretrain train`` starts the
+    generator anew."""
     import torch
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
@@ -95,6 +99,8 @@ def bf16_copy(export: Path, target: Path) -> None:
     parts = [("discriminator", ElectraForPreTraining, alone or export / "discriminator")]
     if alone is None:
         parts.append(("generator", ElectraForMaskedLM, export / "generator"))
+    elif generator is not None and (generator / "config.json").is_file():
+        parts.append(("generator", ElectraForMaskedLM, generator))
     for name, cls, source in parts:
         dest = target / name
         if dest.exists():
@@ -220,7 +226,11 @@ def cmd_pack(args) -> None:
         run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", wheels, *SOURCE_ONLY_WHEELS])
         pack1_extra.append(wheels)
     if args.init_from:
-        bf16_copy(args.init_from, stage1 / "init-from")
+        generator = args.init_generator
+        if generator is None and args.init_from.resolve() == SHIPPED.resolve():
+            generator = SHIPPED_GENERATOR
+        bf16_copy(args.init_from, stage1 / "init-from", generator)
+        log(f"init-from: {', '.join(sorted(p.name for p in (stage1 / 'init-from').iterdir()))}")
         pack1_extra.append(stage1 / "init-from")
 
     def size_of(p: Path) -> int:
@@ -266,12 +276,15 @@ def cmd_pack(args) -> None:
 
 
 def cmd_ship(args) -> None:
-    """The brought-back float32 discriminator as the package's float16 asset (tokenizer capped at 512)."""
+    """The brought-back float32 discriminator as the package's float16 asset (tokenizer capped at 512), and the
+    export's generator as a float16 ``save_pretrained`` folder at ``--generator-target`` (beside the recipe, not
+    in the package): the next ``pack --init-from`` the shipped model continues both networks, not the
+    discriminator with a fresh generator. An export without a generator removes a stale one there."""
     sys.path.insert(0, str(REPO))
     import torch
     from transformers import AutoTokenizer, ElectraForPreTraining
 
-    from bioelectra.training import write_vocab_txt
+    from bioelectra.pretraining import write_vocab_txt
 
     source = args.export / "discriminator"
     target = args.target
@@ -295,3 +308,29 @@ def cmd_ship(args) -> None:
         shutil.rmtree(target)
     tmp.rename(target)
     log(f"{target}: {size:,} bytes of float16 weights; write or update its model card (README.md)")
+    _ship_generator(args.export / "generator", args.generator_target)
+
+
+def _ship_generator(source: Path, target: Path) -> None:
+    """``source`` (an export's ``generator/``) as float16 at ``target``, written under a temporary name; a
+    missing ``source`` removes ``target`` (a generator must belong to the shipped discriminator)."""
+    import torch
+    from transformers import ElectraForMaskedLM
+
+    if not (source / "config.json").is_file():
+        if target.exists():
+            shutil.rmtree(target)
+            log(f"{target}: removed (the export has no generator; the next continuation starts one anew)")
+        return
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model = ElectraForMaskedLM.from_pretrained(str(source), dtype=torch.float32).to(torch.float16)
+    model.config.dtype = "float16"
+    model.save_pretrained(str(tmp))
+    for f in source.iterdir():  # tokenizer files and vocab.txt, as the discriminator's
+        if f.is_file() and not f.name.startswith("model") and f.name != "config.json":
+            shutil.copy2(f, tmp / f.name)
+    if target.exists():
+        shutil.rmtree(target)
+    tmp.rename(target)
+    log(f"{target}: the generator, {(target / 'model.safetensors').stat().st_size:,} bytes of float16 weights (commit it with the model)")

@@ -32,7 +32,7 @@ def run_figures(results: Path) -> dict:
     (``bench.json``'s, else ``env.json``'s, which ``setup`` writes and ``collect`` packs). A missing
     figure is ``None``."""
     sys.path.insert(0, str(REPO))
-    from bioelectra.training import LOG_HISTORY_FILE, read_log_history
+    from bioelectra.pretraining import LOG_HISTORY_FILE, read_log_history
 
     hp = read_json(results / "run-hparams.json", {}) or {}
     state = read_json(results / "trainer_state.json", {}) or {}
@@ -75,7 +75,7 @@ def _pretraining_lines(results: Path, figures: dict, manifest: dict, continues: 
     as :func:`results_report`'s) and its "Evaluations during the run" table."""
     from statistics import median_high
 
-    from bioelectra.training import LOG_HISTORY_FILE, read_log_history
+    from bioelectra.pretraining import LOG_HISTORY_FILE, read_log_history
 
     def median(values: list[float]) -> float | None:
         return median_high(values) if values else None

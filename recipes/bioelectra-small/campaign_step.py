@@ -173,7 +173,7 @@ def cmd_step_bench(args) -> None:
 def _train(args, timeout: float, cache: Path) -> dict:
     """``data`` when needed, then ``pretrain train`` of the captured step for the minutes that fit (the
     ``train`` stage's command, in the foreground), and :func:`train_speed` into ``step-train.json``."""
-    from bioelectra.training import LOG_HISTORY_FILE, read_log_history
+    from bioelectra.pretraining import LOG_HISTORY_FILE, read_log_history
 
     begun = time.monotonic()
     if not (args.work / "data" / "build_info.json").is_file():

@@ -185,7 +185,7 @@ def cmd_train(args) -> None:
 def _progress(work: Path, lines: int) -> dict:
     """The run's last ``lines`` training logs and all its evaluations, from the JSON lines the trainer
     appends to ``run/log_history.jsonl`` (the console log in ``train.log`` is wrapped for reading)."""
-    from bioelectra.training import LOG_HISTORY_FILE, read_log_history
+    from bioelectra.pretraining import LOG_HISTORY_FILE, read_log_history
 
     history = read_log_history(work / "run" / LOG_HISTORY_FILE)
     evals = [r for r in history if any(k.startswith("eval_") for k in r)]
