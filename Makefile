@@ -7,13 +7,29 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: venv demo test lint bench clean
+.PHONY: venv demo demo-table test lint bench clean
+
+# torch is installed first, on its own. From the public PyPI on Linux, `torch==2.13.0` is the CUDA build
+# (several GB of nvidia-* packages); the PyTorch CPU wheel index has the CPU build (about 200 MB). So the CPU
+# index is used when it answers within 5 s; otherwise pip's own configured index is used, and the line
+# printed says which build that gives. TORCH_INDEX= (empty) skips the probe: pip's configuration decides
+# (a mirror or wheel folder that holds the build you want); TORCH_INDEX=https://download.pytorch.org/whl/cu126
+# picks a CUDA build.
+TORCH ?= torch==2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_PROBE := import sys, urllib.request; urllib.request.urlopen(sys.argv[1].rstrip("/") + "/torch/", timeout=5)
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	# the CPU build of torch first: a bare `torch` requirement would pull several GB of CUDA packages
-	$(PY) -m pip install --quiet "torch==2.13.0"
+	@if [ -n "$(TORCH_INDEX)" ] && $(PY) -c '$(TORCH_PROBE)' "$(TORCH_INDEX)" 2>/dev/null; then \
+		echo "make venv: $(TORCH) from $(TORCH_INDEX)"; \
+		$(PY) -m pip install --quiet --index-url "$(TORCH_INDEX)" "$(TORCH)"; \
+	else \
+		[ -z "$(TORCH_INDEX)" ] || echo "make venv: $(TORCH_INDEX) did not answer; installing $(TORCH) from pip's configured index. From the public PyPI on Linux that is the CUDA build (several GB); for the CPU build, run make venv again where that index is reachable, or point pip at a CPU wheel (see the Makefile)."; \
+		$(PY) -m pip install --quiet "$(TORCH)"; \
+	fi
+	@$(PY) -c 'import torch; print("make venv: torch", torch.__version__, "(CUDA build: " + str(torch.version.cuda) + ")" if torch.version.cuda else "(CPU build)")'
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 
@@ -28,6 +44,11 @@ DEMO_ARGS ?=
 DEMO_CKPT ?= bioelectra-small
 demo: venv
 	$(VENV)/bin/bioelectra finetune --loader ner --dataset ncbi-disease --trials 3 $(DEMO_ARGS) --ckpt $(DEMO_CKPT) --output-dir runs/demo-$(DEMO_CKPT)
+
+# The README's demo table, from the demo run's results.md (tools/readme_demo_table.py; also copies it to
+# docs/demo/results.md, the record the README's figures come from).
+demo-table:
+	$(PY) tools/readme_demo_table.py runs/demo-$(DEMO_CKPT)/results.md --write
 
 test: venv
 	$(PY) -m pytest -q

@@ -99,14 +99,14 @@ def locate(name: str, data_root: Path | None) -> tuple[dict[str, Any] | None, st
 def dataset_settings(name: str, base: FinetuneSettings, given: dict[str, Any], protocol: str | None, where: dict[str, Any],
                      output_dir: Path) -> FinetuneSettings:  # fmt: skip
     """The settings of one dataset's run: its task kind's defaults, the protocol's values for it, the options
-    the user gave, the data location, and the bare-tag entity type for NER data read from a folder."""
+    the user gave, and the data location (a NER folder under ``--data-root`` is named like its dataset, which
+    gives its bare tags their entity type: ``downstream.ner.types``)."""
     spec = get_spec(name)
     chosen = {**task_class(spec.task).default_settings, **protocol_settings(protocol, given, name)}
-    entity = {"entity_type": spec.tag_entity_type()} if spec.task == "ner" and "data_dir" in where else {}
     fields = {f.name for f in dataclasses.fields(FinetuneSettings)}
     values = {k: v for k, v in chosen.items() if k in fields}
     return dataclasses.replace(base, task=spec.task, dataset=where.get("dataset"), data_dir=where.get("data_dir"),
-                               output_dir=output_dir / name, **entity, **values)  # fmt: skip
+                               output_dir=output_dir / name, **values)  # fmt: skip
 
 
 def _finished(settings: FinetuneSettings) -> dict[str, Any] | None:
@@ -149,6 +149,22 @@ def summary_of(report: dict[str, Any]) -> dict[str, Any]:
     return {split: {m: {k: v.get(k) for k in ("mean", "std", "n")} for m, v in summary[split].items()} for split in ("dev", "test")}
 
 
+def check_benchmark_options(suite: str, protocol: str | None, data_root: Path | None) -> list[str]:
+    """The suite's dataset names, once the options are known good: before any checkpoint is built or data read.
+
+    Raises:
+        DownstreamError: an unknown suite, dataset or protocol; a ``data_root`` that is not a folder.
+    """
+    from downstream.settings import PROTOCOLS
+
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise DownstreamError(f"--protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
+    if data_root is not None and not Path(data_root).is_dir():
+        what = "is a file, not a folder" if Path(data_root).exists() else "does not exist"
+        raise DownstreamError(f"--data-root {data_root}: {what} (expected a folder laid out like ../shared/data)")
+    return suite_datasets(suite)
+
+
 def run_benchmark(
     base: FinetuneSettings,
     *,
@@ -175,9 +191,10 @@ def run_benchmark(
         the others still ran).
 
     Raises:
-        DownstreamError: an unknown suite, or no dataset of the suite present.
+        DownstreamError: an unknown suite or protocol, a missing ``data_root``, or no dataset of the suite
+            present.
     """
-    names = suite_datasets(suite)
+    names = check_benchmark_options(suite, protocol, data_root)
     literature = load_literature()
     present, missing = [], {}
     for name in names:

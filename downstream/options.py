@@ -9,7 +9,7 @@ from typing import Any
 
 from downstream.errors import DownstreamError
 from downstream.kinds import TASKS, task_class
-from downstream.settings import FinetuneSettings, check_layerwise_lr_decay, protocol_settings
+from downstream.settings import FinetuneSettings, check_layerwise_lr_decay, check_metric, protocol_settings
 
 
 def check_kind_options(task: str, given: dict[str, Any]) -> None:
@@ -24,6 +24,15 @@ def check_kind_options(task: str, given: dict[str, Any]) -> None:
         for key, message in kind_class.exclusive_options.items():
             if given.get(key) is not None:
                 raise DownstreamError(message)
+
+
+def check_kind_metric(task: str, metric: str) -> None:
+    """Refuse a ``--metric`` that task kind ``task`` does not report (``--loader ner --metric mrr``).
+
+    Raises:
+        DownstreamError: the metric, with the kind's own metrics; or an unknown task kind.
+    """
+    check_metric(metric, task_class(task).selection_metrics(), task)
 
 
 def settings_from_options(
@@ -52,7 +61,8 @@ def settings_from_options(
         checked: options that are no setting but belong to one kind (``--folds``), checked with the others.
 
     Raises:
-        DownstreamError: an option of another task kind, or an unknown task kind.
+        DownstreamError: an option of another task kind, a ``--metric`` the kind does not report, or an
+            unknown task kind.
         ValueError: a bad value (the option named).
     """
     check_kind_options(task, {**given, **fixed, **(checked or {})})
@@ -64,6 +74,9 @@ def settings_from_options(
         **protocol_settings(protocol, chosen_given, fixed.get("dataset")),
     }
     check_layerwise_lr_decay(chosen.get("layerwise_lr_decay", 1.0))  # before any checkpoint is built
+    metric = chosen.get("metric", fixed.get("metric"))
+    if metric is not None:
+        check_kind_metric(task, metric)
     path = checkpoint()
     if "learning_rate" not in chosen and default_learning_rate is not None:
         chosen["learning_rate"] = default_learning_rate()

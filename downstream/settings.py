@@ -14,9 +14,12 @@ from typing import Any
 
 from bioelectra.reporting import check_report_to
 from downstream.errors import DownstreamError
-from downstream.task import KIND_OWN_OPTIONS
+from downstream.task import KIND_CLASSES, KIND_OWN_OPTIONS
 
 logger = logging.getLogger(__name__)
+
+#: The largest seed (numpy's and the Trainer's seeding take 32-bit seeds).
+MAX_SEED = 2**32 - 1
 
 #: Standard deviation reported over trials: sample std (ddof=1).
 STD_DDOF = 1
@@ -61,6 +64,8 @@ class FinetuneSettings:
         precision: ``auto`` (bf16 on a GPU that supports it, else fp32), ``fp32``, ``bf16``, ``fp16``.
         iob1_policy: ``repair`` or ``reject`` IOB1 tags (NER).
         max_train_examples: keep only the first N training sentences / examples (smoke runs).
+        max_eval_examples: score only the first N development and test sentences / examples (smoke runs: the
+            scores are then not comparable with published figures).
         fold: cross-validation fold to run (RE datasets with fold folders, e.g. GAD ``1`` .. ``10``).
         re_head: RE classifier head, ``electra`` (dropout + linear over [CLS]) or ``hf``
             (``ElectraClassificationHead``).
@@ -85,8 +90,8 @@ class FinetuneSettings:
             checkpoint's own values.
         protocol: the name of the :data:`PROTOCOLS` entry the settings came from (reported; the values
             themselves are the other fields).
-        entity_type: NER: the type given to bare ``B`` / ``I`` tags (``--entity-type``); ``None``: the
-            registered dataset's type (:meth:`resolved_entity_type`), bare tags for other files.
+        entity_type: NER: the type given to bare ``B`` / ``I`` tags (``--entity-type``); ``None``: the type
+            the NER kind finds from the dataset or folder name (``downstream.ner.types``), else bare tags.
         doc_stride: QA: tokens between the starts of two context windows (``run_squad.py``: 128).
         max_query_length: QA: question tokens kept (``run_squad.py``: 64).
         max_answer_length: QA: longest answer in tokens (``run_squad.py``: 30).
@@ -126,6 +131,7 @@ class FinetuneSettings:
     precision: str = "auto"
     iob1_policy: str = "repair"
     max_train_examples: int | None = None
+    max_eval_examples: int | None = None
     fold: int | None = None
     re_head: str = "electra"
     dev_fraction: float = 0.1
@@ -159,6 +165,10 @@ class FinetuneSettings:
                 "a finite number > 0 (or --max-steps > 0)",
             ),
             (self.max_train_examples is None or self.max_train_examples >= 1, "--max-train-examples", "at least 1"),
+            (self.max_eval_examples is None or self.max_eval_examples >= 1, "--max-eval-examples", "at least 1"),
+            (0 <= self.seed and self.seed + self.num_trials - 1 <= MAX_SEED, "--seed",
+             f"a whole number in [0, {MAX_SEED}] (trial i uses seed + i, which must stay in range too)"),
+            (0 <= self.dev_split_seed <= MAX_SEED, "--dev-split-seed", f"a whole number in [0, {MAX_SEED}]"),
             (self.num_trials >= 1, "--trials", "at least 1"),
             (self.max_seq_length >= 8, "--max-seq-length", "at least 8"),
             (math.isfinite(self.weight_decay) and self.weight_decay >= 0, "--weight-decay", "a finite number >= 0"),
@@ -175,6 +185,9 @@ class FinetuneSettings:
             "--learning-rate": self.learning_rate,
             "--epochs": self.num_train_epochs,
             "--max-train-examples": self.max_train_examples,
+            "--max-eval-examples": self.max_eval_examples,
+            "--seed": self.seed,
+            "--dev-split-seed": self.dev_split_seed,
             "--trials": self.num_trials,
             "--max-seq-length": self.max_seq_length,
             "--weight-decay": self.weight_decay,
@@ -197,21 +210,6 @@ class FinetuneSettings:
             except ValueError as exc:
                 raise ValueError(f"--entity-type: {exc}") from None
 
-    def resolved_entity_type(self) -> str | None:
-        """NER: the type bare ``B`` / ``I`` tags get: ``entity_type``, else the registered dataset's
-        (:meth:`downstream.registry.DatasetSpec.tag_entity_type`) when the data comes from the registry,
-        else ``None``. Other task kinds: ``None``."""
-        if self.task != "ner":
-            return None
-        if self.entity_type is not None:
-            return self.entity_type
-        if self.dataset and self.data_dir is None:
-            from downstream.dataset_specs import DATASETS
-
-            spec = DATASETS.get(self.dataset.lower())
-            return spec.tag_entity_type() if spec is not None else None
-        return None
-
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in data.items()}
@@ -229,14 +227,14 @@ class FinetuneSettings:
             if key not in KIND_OWN_OPTIONS[self.task]:
                 data.pop(key)
         # defaults added after runs were made: leave them out, so the fingerprints of those runs stay valid
-        for key, default in (("layerwise_lr_decay", 1.0), ("optimizer", "adamw"), ("dropout", None), *QA_DEFAULTS.items()):
+        for key, default in (("layerwise_lr_decay", 1.0), ("optimizer", "adamw"), ("dropout", None),
+                             ("max_eval_examples", None), *QA_DEFAULTS.items()):
             if data[key] == default:
                 data.pop(key)
         data.pop("protocol")  # a name: the values it set are the other fields
         # the type of bare B / I tags names the saved model's labels: a run from before typed labels differs
         data.pop("entity_type")
-        if self.resolved_entity_type() is not None:
-            data["entity_type"] = self.resolved_entity_type()
+        data.update(KIND_CLASSES[self.task].fingerprint_extras(self))
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -366,14 +364,20 @@ SELECTION_METRICS = ("f1", "precision", "recall", "accuracy", "loss", "exact_mat
                      "mcc", "pearson", "spearman")  # fmt: skip
 
 
-def check_metric(metric: str) -> None:
+def check_metric(metric: str, allowed: tuple[str, ...] = SELECTION_METRICS, kind: str | None = None) -> None:
     """Refuse an unknown ``--metric`` before any training (the Trainer would only fail after an epoch).
 
+    Args:
+        metric: the ``--metric`` value (``eval_`` prefix allowed).
+        allowed: the metrics the run's task kind reports (``selection_metrics()`` of its class).
+        kind: the task kind, named in the message.
+
     Raises:
-        DownstreamError: ``metric`` is not one of :data:`SELECTION_METRICS` (``eval_`` prefix allowed).
+        DownstreamError: ``metric`` is not one of ``allowed``.
     """
-    if metric.removeprefix("eval_") not in SELECTION_METRICS:
-        raise DownstreamError(f"--metric {metric!r}: expected one of {', '.join(SELECTION_METRICS)}")
+    if metric.removeprefix("eval_") not in allowed:
+        of = f" for --loader {kind}" if kind else ""
+        raise DownstreamError(f"--metric {metric!r}: expected one of {', '.join(allowed)}{of}")
 
 
 def metric_key(metric: str) -> str:

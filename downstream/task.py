@@ -17,6 +17,44 @@ SPLITS = ("train", "dev", "test")
 #: each kind's class is defined (:class:`TaskKind`). The settings fingerprint leaves out the others.
 KIND_OWN_OPTIONS: dict[str, tuple[str, ...]] = {}
 
+#: Task kind -> its class, filled as each kind's class is defined: what the settings fingerprint asks
+#: about a kind (:meth:`TaskKind.fingerprint_extras`) without importing any.
+KIND_CLASSES: dict[str, type] = {}
+
+
+def first_questions(examples: list, n: int | None) -> list:
+    """The examples of the first ``n`` questions (by ``question_id``, in file order; all for ``None``):
+    ``--max-eval-examples`` on data where several examples answer one question."""
+    if n is None:
+        return examples
+    kept: set = set()
+    out = []
+    for example in examples:
+        if example.question_id not in kept:
+            if len(kept) == n:
+                continue
+            kept.add(example.question_id)
+        out.append(example)
+    return out
+
+
+def best_constant(score, labels: list[str], n: int, metrics: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """The baseline of a classification split: for each metric, the best score of predicting one class for
+    every unit (the majority class for accuracy; for an F1 over positive classes, all-positive).
+
+    Args:
+        score: the kind's metric function of the split's predictions (gold fixed).
+        labels: the classes.
+        n: the number of units scored.
+        metrics: the metrics to give.
+
+    Returns:
+        ``{"values": {metric: best value}, "predictions": {metric: the class that gives it}}``.
+    """
+    scores = {label: score([label] * n) for label in labels}
+    best = {m: max(labels, key=lambda label, m=m: scores[label][m]) for m in metrics}
+    return {"values": {m: scores[best[m]][m] for m in metrics}, "predictions": best}
+
 
 def argmax_logits(logits, labels):
     """``preprocess_logits_for_metrics`` hook: keep predicted ids, not the ``(batch, [seq,] labels)`` logits.
@@ -186,6 +224,28 @@ class TaskKind:
         super().__init_subclass__(**kwargs)
         if "kind" in cls.__dict__:
             KIND_OWN_OPTIONS[cls.kind] = tuple(cls.own_options)
+            KIND_CLASSES[cls.kind] = cls
+
+    def baseline(self, name: str) -> dict[str, dict[str, Any]] | None:
+        """The single-class baseline of split ``name`` (:func:`best_constant`), or ``None`` (no such
+        baseline for this kind)."""
+        return None
+
+    def predicted_classes(self, result: EvalResult) -> list[str] | None:
+        """The classes a split's predictions use, one per predicted unit (``None``: not a classification)."""
+        return None
+
+    @staticmethod
+    def fingerprint_extras(settings: Any) -> dict[str, Any]:
+        """Values this kind derives from the settings that change a trial's result (NER: the entity type of
+        bare tags), added to the settings fingerprint."""
+        return {}
+
+    @classmethod
+    def selection_metrics(cls) -> tuple[str, ...]:
+        """The development metrics that can pick the best epoch (``--metric``): the kind's reported
+        metrics and the loss."""
+        return (*cls.headline_metrics, "loss")
 
 
 class ClassifierTask(TaskKind):

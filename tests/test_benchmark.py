@@ -105,7 +105,8 @@ def test_benchmark_runs_the_present_sets_resumes_and_lists_the_missing(tmp_path,
     assert "| bc5cdr-chem | entity-level F1 |" in markdown and "93.47<sup>" in markdown and "Sources:" in markdown
     assert "BLURB-style average" in markdown and "Not present, left out: bc2gm" in markdown
     saved = json.loads((out / "bc5cdr-chem" / "results.json").read_text())
-    assert saved["settings"]["entity_type"] == "Chemical"  # bare tags typed as the registry says
+    # bare tags typed as the registry says, the folder being named like the dataset
+    assert saved["labels"] == ["O", "B-Chemical", "I-Chemical"] and saved["entity_type"] == "Chemical"
     # a re-run reuses both; with one dataset's results gone, only that one runs again
     stamp = (out / "chemprot" / "results.json").stat().st_mtime_ns
     (out / "bc5cdr-chem" / "results.json").unlink()

@@ -30,7 +30,7 @@ def test_finetune_cli_end_to_end(tmp_path, tiny_checkpoint):
     result = _finetune([*common, "--output-dir", str(out), "--trials", "2", "--metric", "f1", "--greater_is_better"])
     assert "dev F1" in result.output and "mean" in result.output
     # the console: one bar per trial and an epoch table, not the Trainer's dictionaries of strings
-    assert "trial 1/2 (seed 42)" in result.output and "trial 2/2 (seed 43)" in result.output
+    assert "trial 0 (seed 42; 1 of 2)" in result.output and "trial 1 (seed 43; 2 of 2)" in result.output
     assert "train loss" in result.output and "{'loss'" not in result.output and "'eval_f1'" not in result.output
 
     report = json.loads((out / "results.json").read_text())

@@ -152,10 +152,12 @@ def test_registry_types_and_a_saved_models_labels_decide_the_tags():
     assert get_spec("bc2gm").tag_entity_type() == "Gene"
     assert get_spec("s800").tag_entity_type() == "Species"
     assert get_spec("jnlpba").tag_entity_type() == "bio-entity"
+    from downstream.ner.types import entity_type_of
+
     settings = FinetuneSettings(task="ner", checkpoint="x", output_dir="o", dataset="ncbi-disease")
-    assert settings.resolved_entity_type() == "Disease"
-    assert FinetuneSettings(task="ner", checkpoint="x", output_dir="o", data_dir="d").resolved_entity_type() is None
-    assert FinetuneSettings(task="ner", checkpoint="x", output_dir="o", data_dir="d", entity_type="Gene").resolved_entity_type() == "Gene"
+    assert entity_type_of(settings)[0] == "Disease"
+    assert entity_type_of(FinetuneSettings(task="ner", checkpoint="x", output_dir="o", data_dir="d"))[0] is None
+    assert entity_type_of(FinetuneSettings(task="ner", checkpoint="x", output_dir="o", data_dir="d", entity_type="Gene"))[0] == "Gene"
     # the labels are part of the fingerprint: a run from before typed labels is not reused
     untyped = FinetuneSettings(task="ner", checkpoint="x", output_dir="o", dataset="ncbi-disease", entity_type="Other")
     assert untyped.fingerprint() != settings.fingerprint()

@@ -3,13 +3,23 @@ published figures."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from bioelectra.checkpoints import DEFAULT_CKPT, resolve_checkpoint
-from bioelectra.cli.common import _fail, _setup_logging, app, console
+from bioelectra.cli.common import (
+    MaxEvalExamplesOption,
+    MaxStepsOption,
+    MaxTrainExamplesOption,
+    SeedOption,
+    _fail,
+    _setup_logging,
+    app,
+    console,
+)
 from bioelectra.cli.finetune import Precision
 
 
@@ -28,10 +38,12 @@ def benchmark(
     learning_rate: Annotated[float | None, typer.Option("--learning-rate", min=0.0, show_default=False, help="Override the protocol's learning rate.")] = None,
     batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, show_default=False, help="Override the protocol's batch size.")] = None,
     max_seq_length: Annotated[int | None, typer.Option("--max-seq-length", min=8, show_default=False, help="Override the protocol's sequence length.")] = None,
-    max_train_examples: Annotated[int | None, typer.Option("--max-train-examples", min=1, help="Use only the first N training examples of each set (smoke runs).")] = None,
+    max_steps: MaxStepsOption = -1,
+    max_train_examples: MaxTrainExamplesOption = None,
+    max_eval_examples: MaxEvalExamplesOption = None,
     hp_search: Annotated[int | None, typer.Option("--hp-search", min=1, show_default=False, help="Per dataset, first search N settings on its development split (as finetune --hp-search).")] = None,
     report_to: Annotated[str, typer.Option("--report-to", help="none, tensorboard, all, ... (as finetune's).")] = "none",
-    seed: Annotated[int, typer.Option(help="Seed of the first trial.")] = 42,
+    seed: SeedOption = 42,
     precision: Annotated[Precision, typer.Option(help="auto: bf16 on GPUs that support it, fp32 otherwise.")] = Precision.auto,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
 ) -> None:
@@ -41,13 +53,14 @@ def benchmark(
     from transformers.utils import logging as hf_logging
 
     from bioelectra.checkpoints import default_learning_rate
-    from downstream.benchmark import format_benchmark_markdown, run_benchmark
+    from downstream.benchmark import check_benchmark_options, format_benchmark_markdown, run_benchmark
     from downstream.errors import DownstreamError
     from downstream.settings import FinetuneSettings
 
     hf_logging.disable_progress_bar()
     out = output_dir or Path("runs") / f"benchmark-{Path(ckpt).name}-{suite.replace(',', '+')}-{protocol}"
     try:
+        check_benchmark_options(suite, None if protocol == "default" else protocol, data_root)
         given = {
             k: v
             for k, v in {
@@ -57,10 +70,11 @@ def benchmark(
             if v is not None
         }  # fmt: skip
         base = FinetuneSettings(
-            task="ner", checkpoint=resolve_checkpoint(ckpt, out), checkpoint_name=ckpt, output_dir=out, num_trials=trials,
+            task="ner", checkpoint=ckpt, checkpoint_name=ckpt, output_dir=out, num_trials=trials,
             seed=seed, precision=precision.value, max_train_examples=max_train_examples, report_to=report_to,
-            learning_rate=default_learning_rate(ckpt),
-        )  # fmt: skip
+            learning_rate=default_learning_rate(ckpt), max_steps=max_steps, max_eval_examples=max_eval_examples,
+        )  # fmt: skip  (every value checked before a preset checkpoint is built in the output folder)
+        base = dataclasses.replace(base, checkpoint=resolve_checkpoint(ckpt, out))
         report = run_benchmark(
             base, suite=suite, data_root=data_root, protocol=None if protocol == "default" else protocol, given=given,
             output_dir=out, hp_search=hp_search,

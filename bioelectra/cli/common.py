@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -29,6 +30,27 @@ pretrain_app = typer.Typer(
 app.add_typer(pretrain_app, name="pretrain")
 
 
+#: The options that make a run small, the same in ``finetune``, ``benchmark`` (training and scoring) and
+#: ``evaluate`` (scoring only): a smoke run of any kind takes a minute. Their ranges are checked with the
+#: settings (``FinetuneSettings``), before any data is read.
+MaxStepsOption = Annotated[
+    int, typer.Option("--max-steps", "--max_steps", help="If > 0, stop each trial after this many optimizer steps (overrides --epochs).")
+]
+MaxTrainExamplesOption = Annotated[
+    int | None, typer.Option("--max-train-examples", help="Use only the first N training sentences/examples (smoke runs).")
+]
+MaxEvalExamplesOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-eval-examples",
+        help="Score only the first N development and test sentences/examples (QA, yes/no: questions); smoke "
+        "runs, the scores are then not comparable with published figures.",
+    ),
+]
+#: The seed options' range (numpy and the Trainer take 32-bit seeds); the settings check it again.
+SeedOption = Annotated[int, typer.Option(min=0, max=2**32 - 1, help="Seed of the first trial; trial i uses seed + i.")]
+
+
 class _UserError(Exception):
     """Raised inside the CLI for a bad option combination (exit code 2)."""
 
@@ -47,8 +69,18 @@ def _setup_logging(verbose: bool) -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def _no_transformers_bars() -> None:
+    """No tqdm bars of transformers' own (weight loading, shard writing) between the log lines and the
+    commands' rich progress display."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
 def _fail(exc: BaseException) -> None:
-    console.print(f"[bold red]error:[/] {exc}")
+    from rich.markup import escape
+
+    console.print(f"[bold red]error:[/] {escape(str(exc))}")  # a message's [brackets] shown, not read as markup
     raise typer.Exit(code=2)
 
 

@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from bioelectra.cli.common import _fail, _setup_logging, _UserError, app, console
+from bioelectra.cli.common import (
+    MaxEvalExamplesOption,
+    _fail,
+    _no_transformers_bars,
+    _setup_logging,
+    _UserError,
+    app,
+    console,
+)
 from bioelectra.cli.finetune import Loader, Precision
 
 
@@ -29,11 +37,17 @@ def evaluate(
     max_answer_length: Annotated[int | None, typer.Option("--max-answer-length", min=1, show_default=False, help="QA: longest answer in tokens. [default: 30]")] = None,
     n_best_size: Annotated[int | None, typer.Option("--n-best-size", min=1, show_default=False, help="QA: candidates per window. [default: 20]")] = None,
     null_score_threshold: Annotated[float | None, typer.Option("--null-score-threshold", show_default=False, help="QA, SQuAD 2.0 data. [default: 0]")] = None,
+    max_eval_examples: MaxEvalExamplesOption = None,
+    entity_type: Annotated[
+        str | None,
+        typer.Option("--entity-type", "--entity_type", show_default=False, help="NER: the entity type of the files' bare B / I tags, when it is not known from a registered dataset's name; a typed model is scored on bare tags of another type only when this names the model's type."),
+    ] = None,
     precision: Annotated[Precision, typer.Option(help="auto: bf16 on GPUs that support it, fp32 otherwise.")] = Precision.auto,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
 ) -> None:
     """Score a saved fine-tuned model on dev and test with the metrics, files and report keys of a trial."""
     _setup_logging(verbose)
+    _no_transformers_bars()  # the weight loading bar between the log lines
     from downstream.errors import DownstreamError
     from downstream.options import settings_from_options
     from downstream.trial.evaluate import evaluate_model, model_kind
@@ -53,6 +67,7 @@ def evaluate(
             fixed={
                 "checkpoint_name": str(model), "output_dir": out, "dataset": dataset, "data_dir": data_dir,
                 "per_device_eval_batch_size": eval_batch_size, "fold": fold, "precision": precision.value,
+                "max_eval_examples": max_eval_examples, "entity_type": entity_type,
             },
             checkpoint=lambda: str(model),
         )  # fmt: skip

@@ -9,7 +9,18 @@ from typing import Annotated
 import typer
 
 from bioelectra.checkpoints import DEFAULT_CKPT, resolve_checkpoint
-from bioelectra.cli.common import _fail, _setup_logging, _UserError, app, console
+from bioelectra.cli.common import (
+    MaxEvalExamplesOption,
+    MaxStepsOption,
+    MaxTrainExamplesOption,
+    SeedOption,
+    _fail,
+    _no_transformers_bars,
+    _setup_logging,
+    _UserError,
+    app,
+    console,
+)
 from bioelectra.presets import SHIPPED_MODEL_LEARNING_RATES, SHIPPED_MODELS, UNTRAINED_TWINS
 
 
@@ -114,8 +125,6 @@ _FinetuneMaxSeqLength = Annotated[
     int | None,
     typer.Option("--max-seq-length", "--max_seq_length", min=8, show_default=False, help="Sub-tokens per model input, [CLS] and [SEP] included. NER: longer sentences are split into windows; RE: truncated, examples losing an entity marker counted. [default: 128]"),
 ]
-_FinetuneSeed = Annotated[int, typer.Option(help="Seed of the first trial; trial i uses seed + i.")]
-_FinetuneMaxSteps = Annotated[int, typer.Option("--max-steps", "--max_steps", help="If > 0, stop each trial after this many optimizer steps (overrides --epochs).")]
 _FinetuneWarmupRatio = Annotated[float | None, typer.Option("--warmup-ratio", "--warmup_ratio", min=0.0, max=1.0, show_default=False, help="Fraction of steps with linear warmup. [default: 0.1]")]
 _FinetuneWeightDecay = Annotated[float | None, typer.Option("--weight-decay", "--weight_decay", min=0.0, show_default=False, help="AdamW weight decay (not on biases and LayerNorm). [default: 0.01]")]
 _FinetuneOptimizer = Annotated[
@@ -146,9 +155,6 @@ _FinetuneEntityType = Annotated[
         "(ncbi-disease: Disease, bc5cdr-chem: Chemical, ...); bare tags for --data-dir files.",
     ),
 ]
-_FinetuneMaxTrainExamples = Annotated[
-    int | None, typer.Option("--max-train-examples", help="Use only the first N training sentences/examples (smoke runs).")
-]
 _FinetuneFold = Annotated[
     int | None, typer.Option(min=1, help="RE: cross-validation fold to run (GAD: 1..10; the data folder holds 1/ 2/ ...).")
 ]
@@ -163,7 +169,7 @@ _FinetuneReHead = Annotated[
 _FinetuneDevFraction = Annotated[
     float, typer.Option("--dev-fraction", min=0.01, max=0.5, help="RE, QA: fraction of train (QA: of its documents) cut off as the development split when there is none.")
 ]
-_FinetuneDevSplitSeed = Annotated[int, typer.Option("--dev-split-seed", help="RE, QA: seed of the development cut and of QA's split of a single file by document (shared by all trials).")]
+_FinetuneDevSplitSeed = Annotated[int, typer.Option("--dev-split-seed", min=0, max=2**32 - 1, help="RE, QA: seed of the development cut and of QA's split of a single file by document (shared by all trials).")]
 _FinetuneDocStride = Annotated[int | None, typer.Option("--doc-stride", min=1, show_default=False, help="QA: tokens between the starts of two context windows. [default: 128]")]
 _FinetuneMaxQueryLength = Annotated[int | None, typer.Option("--max-query-length", min=1, show_default=False, help="QA: question tokens kept. [default: 64]")]
 _FinetuneMaxAnswerLength = Annotated[int | None, typer.Option("--max-answer-length", min=1, show_default=False, help="QA: longest answer, in tokens. [default: 30]")]
@@ -184,11 +190,11 @@ _FinetuneDoubleUnordered = Annotated[
 ]
 _FinetuneHpSearch = Annotated[
     int | None,
-    typer.Option("--hp-search", min=1, show_default=False, help="First search N settings of learning rate, epochs, batch size, warmup, layer-wise decay and dropout on the development split (Optuna, seeded, resumable; options you give stay fixed), then run --trials with the best. Needs bioelectra[search]."),
+    typer.Option("--hp-search", min=1, show_default=False, help="First search N settings of learning rate, epochs, batch size, warmup, layer-wise decay and dropout on the development split (Optuna, seeded, resumable; options you give stay fixed), then run --trials with the best. Needs bioelectra\\[search]."),
 ]
 _FinetuneReportTo = Annotated[
     str,
-    typer.Option("--report-to", "--report_to", help="Log losses, learning rate and development metrics to: none, tensorboard (event files in each trial's tensorboard/ folder; needs bioelectra[logging]), all, or other Trainer integrations installed (wandb, mlflow, ...), comma-separated."),
+    typer.Option("--report-to", "--report_to", help="Log losses, learning rate and development metrics to: none, tensorboard (event files in each trial's tensorboard/ folder; needs bioelectra\\[logging]), all, or other Trainer integrations installed (wandb, mlflow, ...), comma-separated."),
 ]
 _FinetuneFindLr = Annotated[
     bool,
@@ -217,8 +223,8 @@ def finetune(
     layerwise_lr_decay: _FinetuneLayerwiseLrDecay = None,
     micro_batch_tokens: _FinetuneMicroBatchTokens = None,
     max_seq_length: _FinetuneMaxSeqLength = None,
-    seed: _FinetuneSeed = 42,
-    max_steps: _FinetuneMaxSteps = -1,
+    seed: SeedOption = 42,
+    max_steps: MaxStepsOption = -1,
     warmup_ratio: _FinetuneWarmupRatio = None,
     weight_decay: _FinetuneWeightDecay = None,
     optimizer: _FinetuneOptimizer = None,
@@ -227,7 +233,8 @@ def finetune(
     precision: _FinetunePrecision = Precision.auto,
     iob1: _FinetuneIob1 = Iob1Policy.repair,
     entity_type: _FinetuneEntityType = None,
-    max_train_examples: _FinetuneMaxTrainExamples = None,
+    max_train_examples: MaxTrainExamplesOption = None,
+    max_eval_examples: MaxEvalExamplesOption = None,
     fold: _FinetuneFold = None,
     folds: _FinetuneFolds = None,
     re_head: _FinetuneReHead = ReHead.electra,
@@ -250,14 +257,12 @@ def finetune(
 ) -> None:
     """Fine-tune a checkpoint on a biomedical benchmark (or a GLUE task), N seeded trials, and report dev/test metrics."""
     _setup_logging(verbose)
-    from transformers.utils import logging as hf_logging
-
+    _no_transformers_bars()  # the trial's own bar is enough
     from bioelectra.checkpoints import default_learning_rate
     from downstream.errors import DownstreamError
     from downstream.options import settings_from_options
     from downstream.trial.reports import format_folds_table, format_summary_table
 
-    hf_logging.disable_progress_bar()  # weight loading / shard writing bars: the trial's own bar is enough
     if dataset is None and data_dir is None:
         _fail(_UserError("give --dataset NAME (a registered benchmark) or --data-dir DIR (your own files)"))
     if fold is not None and folds is not None:
@@ -280,8 +285,8 @@ def finetune(
             given=given,
             fixed={
                 "dataset": dataset, "data_dir": data_dir, "checkpoint_name": ckpt, "output_dir": out,
-                "greater_is_better": greater_is_better, "seed": seed, "max_steps": max_steps,
-                "precision": precision.value, "iob1_policy": iob1.value, "max_train_examples": max_train_examples,
+                "greater_is_better": greater_is_better, "seed": seed, "precision": precision.value, "iob1_policy": iob1.value,
+                "max_steps": max_steps, "max_train_examples": max_train_examples, "max_eval_examples": max_eval_examples,
                 "fold": fold, "re_head": re_head.value, "dev_fraction": dev_fraction, "dev_split_seed": dev_split_seed,
                 "micro_batch_tokens": micro_batch_tokens, "entity_type": entity_type, "report_to": report_to,
             },  # fmt: skip

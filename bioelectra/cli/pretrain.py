@@ -72,7 +72,7 @@ def pretrain_train(
             "--report_to",
             show_default=False,
             help="Run logs (hparam report_to): tensorboard (event files in <output-dir>/tensorboard: losses, learning "
-            "rate, generator / discriminator metrics; needs bioelectra[logging]), all, none or other Trainer "
+            "rate, generator / discriminator metrics; needs bioelectra\\[logging]), all, none or other Trainer "
             "integrations installed, comma-separated. [default: none]",
         ),
     ] = None,

@@ -415,7 +415,7 @@ def convert_tf_checkpoint(
     output_dir = Path(output_dir)
     if output_dir.exists() and any(output_dir.iterdir()) and not overwrite:
         raise TFCheckpointError(
-            f"output directory {output_dir} exists and is not empty (pass overwrite to replace it)"
+            f"output directory {output_dir} exists and is not empty (--overwrite, or overwrite=True from Python, replaces it)"
         )
     prefix = find_checkpoint(tf_dir)
     home = tf_dir if tf_dir.is_dir() else prefix.parent

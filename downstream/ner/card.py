@@ -6,6 +6,7 @@ from typing import Any
 
 from downstream.ner.conll2000 import CHUNK_TYPES
 from downstream.ner.data import PIPELINE_AGGREGATION
+from downstream.ner.types import entity_type_of, has_bare_labels
 
 #: The card's pipeline tag, task name and Hub tag.
 CARD = {"pipeline_tag": "token-classification", "task_name": "Named-entity recognition", "tag": "ner"}
@@ -28,7 +29,14 @@ model was trained on (the other sub-tokens of a word carry no label in training)
 splits sentences and long sentences into windows (no text skipped) and writes JSONL, CoNLL or BRAT.'''
     if labels and all(label == "O" or label[2:] in CHUNK_TYPES for label in labels):
         return _chunking_sections(usage, labels, settings, f1_name)
-    typed = settings.resolved_entity_type()
+    if has_bare_labels(labels):
+        usage = (
+            "**Not ready for a pipeline: this model's labels are bare `B` / `I`** (its training files had no entity "
+            "type, and none was given or found). A token-classification pipeline returns fragments labelled `B` "
+            "and `I`, not entities. Fine-tune again with `--entity-type TYPE` (or `--dataset NAME` for a "
+            "registered benchmark) to get typed labels such as `B-Disease` / `I-Disease`."
+        )
+    typed = entity_type_of(settings)[0] if not has_bare_labels(labels) else None
     labels_line = (
         f"## Labels\n\nIOB2 tags: {', '.join(f'`{label}`' for label in labels)}"
         + (f" (the dataset's bare `B` / `I` tags typed as `{typed}`).\n\n" if typed else ".\n\n")

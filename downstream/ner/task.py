@@ -20,6 +20,7 @@ from downstream.ner.data import (
     write_conll_predictions,
 )
 from downstream.ner.metrics import NER_METRIC_MODE, ner_metrics
+from downstream.ner.types import BARE_TAGS, GIVEN, UNTYPED_WARNING, entity_type_of, has_bare_labels
 from downstream.registry import locate_task_files
 from downstream.task import SPLITS, ClassifierTask, EvalResult
 
@@ -94,22 +95,34 @@ class NerTask(ClassifierTask):
         *,
         iob1_policy: str = "repair",
         max_train_examples: int | None = None,
+        max_eval_examples: int | None = None,
         entity_type: str | None = None,
+        entity_type_source: str = GIVEN,
     ):
         self.files = files
-        self.entity_type = entity_type
+        self.entity_type: str | None = None
+        self.entity_type_source = entity_type_source
         self.splits: dict[str, NerSplit] = {
-            name: read_tagging_file(files[name], iob1_policy=iob1_policy, entity_type=entity_type) for name in SPLITS
+            name: read_tagging_file(files[name], iob1_policy=iob1_policy) for name in SPLITS
         }
         #: CoNLL-2000 chunking data: its phrases are chunks; a split read from another split's file is noted.
         self.chunking = is_conll2000_file(files["train"])
         if self.chunking:
             self.f1_name = "phrase-level F1 (chunks)"
         self.split_notes = _shared_file_notes(files)
+        #: whether the files have bare B / I tags (typed here by ``entity_type``, when one is known)
+        self.files_bare = any(t in ("B", "I") for split in self.splits.values() for s in split.sentences for t in s.tags)
         if max_train_examples is not None:
             train = self.splits["train"]
             train.sentences = train.sentences[:max_train_examples]
+        if max_eval_examples is not None:
+            for name in ("dev", "test"):
+                self.splits[name].sentences = self.splits[name].sentences[:max_eval_examples]
         self.set_labels(build_label_list(self.splits.values()))
+        if self.files_bare and entity_type is not None:
+            self._retype(entity_type)
+        elif self.files_bare:
+            logger.warning(UNTYPED_WARNING, files["train"].parent)
         self.unseen_labels = _labels_not_in_training(self.splits)
         self.encoded: dict[str, EncodedSplit] = {}
 
@@ -121,28 +134,48 @@ class NerTask(ClassifierTask):
         Raises:
             DownstreamError: the label sets differ otherwise (both listed).
         """
-        bare = {"O", "B", "I"}
         model_types = {label.split("-", 1)[1] for label in labels if "-" in label}
-        if set(labels) != set(self.labels):
-            if set(labels) <= bare and self.entity_type is not None:
+        if set(labels) != set(self.labels) and self.files_bare:
+            if set(labels) <= BARE_TAGS:
                 self._retype(None)
-            elif len(model_types) == 1 and set(self.labels) <= bare and not any("-" in t for t in self.labels):
-                self._retype(next(iter(model_types)))
+            elif len(model_types) == 1 and self.entity_type is None:
+                model_type = next(iter(model_types))
+                logger.warning("the files' bare B / I tags are scored as %s, the model's type: were they of another "
+                               "type, the scores would mean nothing", model_type)  # fmt: skip
+                self._retype(model_type)
+            elif len(model_types) == 1 and self.entity_type_source != GIVEN:
+                model_type = next(iter(model_types))
+                raise DownstreamError(
+                    f"the model finds {model_type} entities, the files' bare B / I tags are {self.entity_type} "
+                    f"({self.entity_type_source}): one type scored against another means nothing. Give "
+                    f"--entity-type {model_type} to score these files as {model_type} anyway."
+                )
         super().use_labels(labels)
 
     def _retype(self, entity_type: str | None) -> None:
-        """Give every entity tag the type ``entity_type`` (``None``: bare ``B`` / ``I``) and rebuild the labels."""
+        """Give the files' bare entity tags the type ``entity_type`` (``None``: make them bare again) and
+        rebuild the labels; typed tags of the files keep their type."""
+        def retag(tag: str) -> str:
+            if tag == "O":
+                return tag
+            if entity_type is None:
+                return tag[0] if tag[2:] == (self.entity_type or "") else tag
+            return f"{tag}-{entity_type}" if tag in ("B", "I") else tag
+
         for split in self.splits.values():
-            split.sentences = [
-                dataclasses.replace(
-                    s,
-                    tags=tuple(t if t == "O" else t[0] if entity_type is None else f"{t[0]}-{entity_type}" for t in s.tags),
-                )
-                for s in split.sentences
-            ]
-        logger.info("the model's labels are %s: entity tags read as %s", "bare" if entity_type is None else "typed", entity_type or "B / I")
+            split.sentences = [dataclasses.replace(s, tags=tuple(retag(t) for t in s.tags)) for s in split.sentences]
+        logger.info("bare B / I tags read as %s", f"{entity_type} ({self.entity_type_source})" if entity_type else "B / I")
         self.entity_type = entity_type
         self.set_labels(build_label_list(self.splits.values()))
+
+    def baseline(self, name: str) -> dict[str, dict[str, Any]]:
+        """Tagging every word ``O`` (the majority class): no entity found, F1 0, word accuracy the share of ``O``."""
+        gold = [list(s.tags) for s in self.splits[name].sentences]
+        metrics = ner_metrics(gold, [["O"] * len(tags) for tags in gold])
+        return {"values": {m: metrics[m] for m in self.headline_metrics}, "predictions": dict.fromkeys(self.headline_metrics, "O")}
+
+    def predicted_classes(self, result: EvalResult) -> list[str]:
+        return [tag for sentence in result.predictions for tag in sentence]
 
     def counts(self) -> dict[str, dict[str, Any]]:
         counts = {name: {"file": str(self.files[name]), **split.counts()} for name, split in self.splits.items()}
@@ -215,12 +248,23 @@ class NerTask(ClassifierTask):
         write_conll_predictions(path, self.splits[name], result.predictions)
 
     def report_extras(self, settings) -> dict[str, Any]:
-        extras: dict[str, Any] = {"entity_type": self.entity_type} if self.entity_type else {}
+        if has_bare_labels(self.labels):
+            extras: dict[str, Any] = {"untyped_labels": True}
+        elif self.entity_type:
+            extras = {"entity_type": self.entity_type, "entity_type_source": self.entity_type_source}
+        else:
+            extras = {}
         if self.chunking:
             extras["format"] = "CoNLL-2000 chunking (word POS chunk-tag; phrases scored per chunk type)"
         if self.split_notes:
             extras["split"] = self.split_notes
         return extras
+
+    @staticmethod
+    def fingerprint_extras(settings) -> dict[str, Any]:
+        """The type of the bare tags, when one is known: it names the saved model's labels."""
+        entity_type = entity_type_of(settings)[0]
+        return {"entity_type": entity_type} if entity_type is not None else {}
 
     @staticmethod
     def markdown_extras(report: dict[str, Any]) -> list[str]:
@@ -243,7 +287,8 @@ class NerTask(ClassifierTask):
         return {
             "iob1_policy": settings.iob1_policy,
             "max_train_examples": settings.max_train_examples,
-            "entity_type": settings.resolved_entity_type(),
+            "max_eval_examples": settings.max_eval_examples,
+            **dict(zip(("entity_type", "entity_type_source"), entity_type_of(settings), strict=True)),
         }
 
 

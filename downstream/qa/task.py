@@ -35,7 +35,7 @@ from downstream.qa.spans import (
 )
 from downstream.registry import find_named_splits
 from downstream.settings import QA_DEFAULTS
-from downstream.task import SPLITS, EvalResult, TaskKind
+from downstream.task import SPLITS, EvalResult, TaskKind, first_questions
 
 logger = logging.getLogger(__name__)
 
@@ -161,6 +161,7 @@ class QaTask(TaskKind):
     Args:
         files: ``{"train", "dev", "test"}``, ``{"train", "test"}`` or ``{"all"}`` (see :func:`find_qa_files`).
         max_train_examples: keep only the first N training questions.
+        max_eval_examples: score only the first N development and test questions.
         dev_fraction: fraction of the training documents cut off as the development part when there is none.
         dev_split_seed: seed of the splits by document and of the answerless-window sample.
         doc_stride, max_query_length: windowing (:func:`downstream.qa.spans.encode_qa_features`).
@@ -216,6 +217,7 @@ class QaTask(TaskKind):
         files: dict[str, Path],
         *,
         max_train_examples: int | None = None,
+        max_eval_examples: int | None = None,
         dev_fraction: float = 0.1,
         dev_split_seed: int = 42,
         doc_stride: int = QA_DEFAULTS["doc_stride"],
@@ -268,6 +270,8 @@ class QaTask(TaskKind):
             self.splits = {name: read[name] for name in SPLITS}
         if max_train_examples is not None:
             self.splits["train"].examples = self.splits["train"].examples[:max_train_examples]
+        for name in ("dev", "test"):
+            self.splits[name].examples = first_questions(self.splits[name].examples, max_eval_examples)
         for name, split in self.splits.items():
             if not split.examples:
                 raise ValueError(f"{split.path}: the {name} part has no question")
@@ -435,6 +439,7 @@ class QaTask(TaskKind):
     def options(cls, settings) -> dict[str, Any]:
         return {
             "max_train_examples": settings.max_train_examples,
+            "max_eval_examples": settings.max_eval_examples,
             "dev_fraction": settings.dev_fraction,
             "dev_split_seed": settings.dev_split_seed,
             "doc_stride": settings.doc_stride,

@@ -27,7 +27,7 @@ from downstream.relation.data import (
     write_re_predictions,
 )
 from downstream.relation.ddi import build_ddi_tsvs, ddi_document_of
-from downstream.task import SPLITS, ClassifierTask, EvalResult
+from downstream.task import SPLITS, ClassifierTask, EvalResult, best_constant
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +71,7 @@ class ReTask(ClassifierTask):
     Args:
         files: ``{"train", "test"[, "dev"]}`` paths, or ``{"ddi_zip": path}``.
         max_train_examples: keep only the first N training examples (after the dev cut).
+        max_eval_examples: score only the first N development and test examples.
         dev_fraction: fraction of train cut off as the development split when there is none.
         dev_split_seed: seed of that cut (the same for every trial, so all trials share one dev split).
         re_head: ``electra`` (dropout + linear over [CLS], ELECTRA's fine-tuning head) or ``hf``
@@ -116,6 +117,7 @@ class ReTask(ClassifierTask):
         files: dict[str, Path],
         *,
         max_train_examples: int | None = None,
+        max_eval_examples: int | None = None,
         dev_fraction: float = 0.1,
         dev_split_seed: int = 42,
         re_head: str = "electra",
@@ -158,6 +160,9 @@ class ReTask(ClassifierTask):
         self.set_labels(build_re_label_list([self.splits["train"], self.splits["dev"]]))
         for name in SPLITS:
             check_labels(self.splits[name], self.label2id)
+        if max_eval_examples is not None:  # after the label set is read from the whole development split
+            for name in ("dev", "test"):
+                self.splits[name].examples = self.splits[name].examples[:max_eval_examples]
         if not self.positive_labels or len(self.positive_labels) == len(self.labels):
             raise DownstreamError(
                 f"labels {self.labels}: expected one negative label ({', '.join(NEGATIVE_LABELS)}) and at least one positive"
@@ -170,6 +175,15 @@ class ReTask(ClassifierTask):
         self.placeholder_ids: list[int] = []
         self.vocab_size: int | None = None
         self.encoded: dict[str, EncodedReSplit] = {}
+
+    def baseline(self, name: str) -> dict[str, dict[str, Any]]:
+        """The best single-class prediction of split ``name``: the majority class (accuracy), all-positive (F1)."""
+        gold = [e.label for e in self.splits[name].examples]
+        return best_constant(lambda predicted: re_metrics(gold, predicted, positive_labels=self.positive_labels, labels=self.labels),
+                             self.labels, len(gold), self.headline_metrics)  # fmt: skip
+
+    def predicted_classes(self, result: EvalResult) -> list[str]:
+        return list(result.predictions)
 
     def counts(self) -> dict[str, dict[str, Any]]:
         counts: dict[str, dict[str, Any]] = {}
@@ -268,6 +282,7 @@ class ReTask(ClassifierTask):
     def options(cls, settings) -> dict[str, Any]:
         return {
             "max_train_examples": settings.max_train_examples,
+            "max_eval_examples": settings.max_eval_examples,
             "dev_fraction": settings.dev_fraction,
             "dev_split_seed": settings.dev_split_seed,
             "re_head": settings.re_head,

@@ -74,6 +74,9 @@ def evaluate_model(settings: FinetuneSettings) -> dict[str, Any]:
     output_dir.mkdir(parents=True, exist_ok=True)
     scratch = output_dir / ".evaluate-scratch"
     trainer, _ = build_trainer(settings, task, tokenizer, seed=settings.seed, output_dir=scratch)
+    from transformers.trainer_callback import ProgressCallback
+
+    trainer.remove_callback(ProgressCallback)  # its evaluation bar: tqdm lines between the log lines
     results: dict[str, Any] = {}
     seconds: dict[str, float] = {}
     try:
@@ -93,6 +96,9 @@ def evaluate_model(settings: FinetuneSettings) -> dict[str, Any]:
         shutil.rmtree(scratch, ignore_errors=True)
     if len(task.dataset("test")):
         task.write_predictions(output_dir / task.predictions_filename, "test", results["test"])
+    from downstream.trial.baselines import split_baselines, trial_warnings
+
+    baselines = split_baselines(task)
     report = {
         "task": settings.task,
         "dataset": settings.dataset or str(settings.data_dir),
@@ -106,6 +112,8 @@ def evaluate_model(settings: FinetuneSettings) -> dict[str, Any]:
         "test": results["test"].metrics,
         "seconds": seconds,
         "predictions_file": str(output_dir / task.predictions_filename),
+        "baseline": baselines,
+        "warnings": trial_warnings(task, results, baselines),
     }
     atomic_write_text(output_dir / "results.json", json.dumps(report, indent=2))
     atomic_write_text(output_dir / "results.md", format_evaluation(report))
@@ -125,8 +133,14 @@ def _title(name: str) -> str:
 
 def evaluation_line(report: dict[str, Any], split: str) -> str:
     """``precision 81.20  recall 79.90  F1 80.55`` (the task's metrics, percent) for one split."""
+    from downstream.trial.baselines import baseline_cell
+
     names = report.get("trial_metrics") or EVALUATION_METRICS
-    return "  ".join(f"{_title(n)} {100 * report[split][n]:.2f}" for n in names if isinstance(report[split].get(n), int | float))
+    line = "  ".join(f"{_title(n)} {100 * report[split][n]:.2f}" for n in names if isinstance(report[split].get(n), int | float))
+    shown = [n for n in names if baseline_cell(report, split, n) != "-"]
+    if shown:
+        line += "  (baseline " + "  ".join(f"{_title(n)} {baseline_cell(report, split, n)}" for n in shown) + ")"
+    return line
 
 
 def format_evaluation(report: dict[str, Any]) -> str:
@@ -147,4 +161,13 @@ def format_evaluation(report: dict[str, Any]) -> str:
     for split in ("dev", "test"):
         m = report[split]
         lines.append(f"| {split} | " + " | ".join(pct(m.get(n)) for n in names) + " |")
+    if report.get("baseline"):
+        from downstream.trial.baselines import baseline_cell
+
+        for split in ("dev", "test"):
+            lines.append(f"| {split} baseline | " + " | ".join(baseline_cell(report, split, n) for n in names) + " |")
+        lines += ["", "Baseline: the best score of one class predicted for every unit of the split (majority class, "
+                  "all-positive for an F1 over positive classes, NER: no entity)."]  # fmt: skip
+    if report.get("warnings"):
+        lines += ["", "**Warning: degenerate predictions.**", "", *(f"- {w}" for w in report["warnings"])]
     return "\n".join(lines) + "\n"

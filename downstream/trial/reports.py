@@ -12,6 +12,7 @@ from bioelectra.textio import atomic_write_text
 from downstream.errors import DownstreamError
 from downstream.registry import get_spec
 from downstream.settings import STD_DDOF, FinetuneSettings
+from downstream.trial.baselines import baseline_cell, split_baselines, warning_lines
 
 
 def dataset_title(settings: FinetuneSettings) -> str | None:
@@ -50,6 +51,7 @@ def write_reports(settings: FinetuneSettings, task, counts, records) -> dict[str
         "dropout": checkpoint_dropout(settings),
         "std_ddof": STD_DDOF,
     }
+    report["baseline"] = split_baselines(task)
     report.update(task.report_extras(settings))
     output_dir = Path(settings.output_dir)
     atomic_write_text(output_dir / "results.json", json.dumps(report, indent=2))
@@ -82,13 +84,15 @@ METRIC_TITLES = {
 }  # fmt: skip
 
 
-def _summary_rows(summary: dict[str, Any], *, mean_header: str, names=DEFAULT_REPORT_METRICS) -> list[str]:
-    """Markdown rows: mean, std, min and max (percent) of dev and test ``names`` (the task's report metrics)."""
-    rows = ["", f"| split | metric | {mean_header} | std | min | max |", "|---|---|---:|---:|---:|---:|"]
+def _summary_rows(report: dict[str, Any], summary: dict[str, Any], *, mean_header: str, names=DEFAULT_REPORT_METRICS) -> list[str]:
+    """Markdown rows: mean, std, min and max (percent) of dev and test ``names`` (the task's report metrics),
+    and the split's single-class baseline (``downstream.trial.baselines``)."""
+    rows = ["", f"| split | metric | {mean_header} | std | min | max | baseline |", "|---|---|---:|---:|---:|---:|---:|"]
     for split in ("dev", "test"):
         for name in names:
             s = summary[split][name]
-            rows.append(f"| {split} | {name} | {_pct(s['mean'])} | {_pct(s['std'])} | {_pct(s['min'])} | {_pct(s['max'])} |")
+            rows.append(f"| {split} | {name} | {_pct(s['mean'])} | {_pct(s['std'])} | {_pct(s['min'])} | {_pct(s['max'])} | "
+                        f"{baseline_cell(report, split, name)} |")  # fmt: skip
     return rows
 
 
@@ -113,6 +117,13 @@ def _settings_lines(report: dict[str, Any]) -> list[str]:
     if dropout:
         lines.append("Dropout: " + ", ".join(f"{k} {v}" for k, v in dropout.items()) + ".")
     return [*lines, ""] if lines else []
+
+
+def _baseline_note(report: dict[str, Any]) -> list[str]:
+    if not report.get("baseline"):
+        return []
+    return ["", "Baseline: the best score of one class predicted for every unit of the split (the majority class; "
+            "all-positive for an F1 over positive classes; NER: no entity)."]  # fmt: skip
 
 
 def _used(settings: dict[str, Any], protocol_values: dict[str, Any]) -> str:
@@ -153,8 +164,9 @@ def format_markdown(report: dict[str, Any]) -> str:
             + f" | {r['train_seconds']:.0f} |"
         )
     lines += _summary_rows(
-        report["summary"], mean_header="mean", names=report.get("report_metrics", DEFAULT_REPORT_METRICS)
+        report, report["summary"], mean_header="mean", names=report.get("report_metrics", DEFAULT_REPORT_METRICS)
     )
+    lines += [*_baseline_note(report), *warning_lines(report["trials"])]
     counts = report["counts"]
     columns = report.get("count_columns") or DEFAULT_COUNT_COLUMNS
     lines += [
@@ -192,6 +204,12 @@ def format_summary_table(report: dict[str, Any]) -> str:
     for stat in ("mean", "std"):
         cells = " ".join(f"{_pct(summary[s][n][stat]):>{w}}" for (s, n), w in zip(columns, widths, strict=True))
         rows.append(f"{stat:>5} {'':>6} {'':>8} {cells}" + (f"   (ddof={report['std_ddof']})" if stat == "std" else ""))
+    if report.get("baseline"):
+        cells = " ".join(f"{baseline_cell(report, s, n):>{w}}" for (s, n), w in zip(columns, widths, strict=True))
+        rows.append(f"{'base':>5} {'':>6} {'':>8} {cells}   (one class for all: majority or all-positive)")
+    flagged = sum(bool(t.get("warnings")) for t in report["trials"])
+    if flagged:
+        rows.append(f"warning: {flagged} of {len(report['trials'])} trial(s) degenerate (one class, or less than a point above the baseline): see results.md")
     return "\n".join(rows)
 
 
@@ -214,7 +232,10 @@ def format_folds_markdown(report: dict[str, Any]) -> str:
             f"{c['dev'].get('examples', '-')} | {c['test'].get('examples', '-')} | {_pct(s['dev']['f1']['mean'])} | "
             f"{_pct(s['test']['precision']['mean'])} | {_pct(s['test']['recall']['mean'])} | {_pct(s['test']['f1']['mean'])} |"
         )
-    lines += _summary_rows(report["summary_over_folds"], mean_header="mean over folds")
+    lines += _summary_rows(report, report["summary_over_folds"], mean_header="mean over folds")
+    lines += _baseline_note(report)
+    for fold, r in zip(report["folds"], report["fold_reports"], strict=True):
+        lines += warning_lines(r["trials"], label=f"fold {fold}, trial")
     return "\n".join(lines) + "\n"
 
 
@@ -228,6 +249,12 @@ def format_folds_table(report: dict[str, Any]) -> str:
     dev, test = report["summary_over_folds"]["dev"]["f1"], report["summary_over_folds"]["test"]["f1"]
     rows.append(f"{'mean':>5} {_pct(dev['mean']):>8} {_pct(test['mean']):>8}")
     rows.append(f"{'std':>5} {_pct(dev['std']):>8} {_pct(test['std']):>8}   (ddof={report['std_ddof']})")
+    if report.get("baseline"):
+        rows.append(f"{'base':>5} {baseline_cell(report, 'dev', 'f1'):>8} {baseline_cell(report, 'test', 'f1'):>8}   (one class for all, mean over folds)")
+    trials = [t for r in report["fold_reports"] for t in r["trials"]]
+    flagged = sum(bool(t.get("warnings")) for t in trials)
+    if flagged:
+        rows.append(f"warning: {flagged} of {len(trials)} trial(s) degenerate (one class, or less than a point above the baseline): see results.md")
     return "\n".join(rows)
 
 

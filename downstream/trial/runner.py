@@ -36,13 +36,14 @@ from typing import Any
 from bioelectra.textio import atomic_write_text
 from downstream.errors import DownstreamError
 from downstream.kinds import prepare_task
+from downstream.options import check_kind_metric
 from downstream.settings import (
     STD_DDOF,
     FinetuneSettings,
     check_layerwise_lr_decay,
-    check_metric,
 )
 from downstream.trial.analysis import dev_history, epoch_losses, train_loss_history, write_trial_analysis
+from downstream.trial.baselines import fold_baselines, split_baselines, trial_warnings
 from downstream.trial.model_card import write_model_card
 from downstream.trial.plots import plot_report
 from downstream.trial.reports import (
@@ -66,7 +67,7 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
     trainer.add_callback(_non_finite_loss_callback(trial_index))
     from downstream.trial.progress import use_trial_progress
 
-    use_trial_progress(trainer, f"trial {trial_index + 1}/{settings.num_trials} (seed {seed})", metrics=task.report_metrics)
+    use_trial_progress(trainer, f"trial {trial_index} (seed {seed}; {trial_index + 1} of {settings.num_trials})", metrics=task.report_metrics)
     started = time.perf_counter()
     try:
         train_output = trainer.train()
@@ -90,6 +91,7 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
     if dev is None or test is None:
         raise DownstreamError("evaluation produced no metrics")
     dev.metrics["loss"] = float(dev_loss)
+    warnings = trial_warnings(task, {"dev": dev, "test": test}, split_baselines(task))
 
     predictions_file: Path | None = trial_dir / task.predictions_filename
     if len(task.dataset("test")):
@@ -141,6 +143,7 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
         "dev_history": dev_history(history, settings.metric),
         "train_loss_history": train_loss_history(history),
         "fingerprint": settings.fingerprint(),
+        "warnings": warnings,
     }
     atomic_write_text(trial_dir / "trial.json", json.dumps(record, indent=2))
     return record
@@ -213,7 +216,7 @@ def run_trials(settings: FinetuneSettings) -> dict[str, Any]:
     Raises:
         DownstreamError: bad data, missing dataset, unusable checkpoint.
     """
-    check_metric(settings.metric)
+    check_kind_metric(settings.task, settings.metric)
     check_layerwise_lr_decay(settings.layerwise_lr_decay)
     output_dir = Path(settings.output_dir)
     if output_dir.exists() and not output_dir.is_dir():
@@ -224,12 +227,17 @@ def run_trials(settings: FinetuneSettings) -> dict[str, Any]:
     logger.info(
         "%s: train %d / dev %d / test %d %s, labels %s",
         settings.dataset or settings.data_dir,
-        counts["train"][task.size_key],
+        # what training uses: after a development cut and --max-train-examples (``training_<size>``, when a
+        # kind's file count differs from it), not the file's count
+        counts["train"].get(f"training_{task.size_key}", counts["train"][task.size_key]),
         counts["dev"][task.size_key],
         counts["test"][task.size_key],
         task.size_key,
         task.labels,
     )
+    if settings.max_eval_examples is not None:
+        logger.warning("dev and test: only their first %d %s scored (--max-eval-examples): a smoke run, its scores "
+                       "are not comparable with published figures", settings.max_eval_examples, task.size_key)
     for split in ("train", "dev", "test"):
         if "labels" in counts[split]:
             logger.info("%s examples per label: %s", split, counts[split]["labels"])
@@ -246,7 +254,7 @@ def run_trials(settings: FinetuneSettings) -> dict[str, Any]:
                 logger.info("trial %d (seed %d): already done, reusing %s", trial_index, previous["seed"], record_path)
                 records.append(previous)
                 continue
-        logger.info("trial %d/%d (seed %d)", trial_index + 1, settings.num_trials, settings.seed + trial_index)
+        logger.info("trial %d (seed %d; %d of %d)", trial_index, settings.seed + trial_index, trial_index + 1, settings.num_trials)
         records.append(run_trial(settings, task, tokenizer, trial_index))
         write_reports(settings, task, counts, records)
     report = write_reports(settings, task, counts, records)
@@ -291,7 +299,7 @@ def run_folds(settings: FinetuneSettings, folds: list[int]) -> dict[str, Any]:
     if not folds:
         raise DownstreamError("no folds to run")
     output_dir = Path(settings.output_dir)
-    check_metric(settings.metric)
+    check_kind_metric(settings.task, settings.metric)
     output_dir.mkdir(parents=True, exist_ok=True)
     fold_reports = []
     for fold in folds:
@@ -321,6 +329,7 @@ def run_folds(settings: FinetuneSettings, folds: list[int]) -> dict[str, Any]:
         "summary_over_folds": summary,
         "std_ddof": STD_DDOF,
         "fold_reports": fold_reports,
+        "baseline": fold_baselines(fold_reports),
     }
     atomic_write_text(output_dir / "results.json", json.dumps(report, indent=2))
     atomic_write_text(output_dir / "results.md", format_folds_markdown(report))

@@ -195,7 +195,7 @@ def run_hp_search(settings: FinetuneSettings, num_trials: int, *, fixed: set[str
         trainer.add_callback(pruning)
         shown = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in params.items())
         logger.info("search trial %d: %s", trial.number, shown)
-        use_trial_progress(trainer, f"search {trial.number + 1}/{num_trials}", metrics=task.report_metrics)
+        use_trial_progress(trainer, f"search trial {trial.number} ({trial.number + 1} of {num_trials})", metrics=task.report_metrics)
         try:
             trainer.train()
         finally:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from bioelectra.textio import atomic_write_text
 from downstream.classification import RE_HEADS, EncodedReSplit
 from downstream.errors import DataFormatError, DownstreamError
-from downstream.task import SPLITS, ClassifierTask, EvalResult
+from downstream.task import SPLITS, ClassifierTask, EvalResult, best_constant, first_questions
 from downstream.yesno.analysis import yesno_classification_report, yesno_errors
 from downstream.yesno.card import CARD, card_sections
 from downstream.yesno.data import (
@@ -96,6 +96,7 @@ class YesNoTask(ClassifierTask):
     Args:
         files: ``{"all"}`` or ``{"train", "test"[, "dev"][, "golden"]}`` (:func:`downstream.yesno.data.find_yesno_files`).
         max_train_examples: keep only the first N training examples.
+        max_eval_examples: score only the first N development and test questions.
         dev_fraction, dev_split_seed: the development cut when there is no development file.
         re_head: the classifier head, as for relation extraction (``electra``: dropout + linear over
             ``[CLS]``, ELECTRA's; ``hf``: ``ElectraClassificationHead``).
@@ -132,6 +133,7 @@ class YesNoTask(ClassifierTask):
         files: dict[str, Path],
         *,
         max_train_examples: int | None = None,
+        max_eval_examples: int | None = None,
         dev_fraction: float = 0.1,
         dev_split_seed: int = 42,
         re_head: str = "electra",
@@ -154,9 +156,20 @@ class YesNoTask(ClassifierTask):
         present = {e.label for name in ("train", "dev") for e in self.splits[name].examples}
         self.set_labels([label for label in YESNO_LABELS if label in present])
         unseen = {e.label for e in self.splits["test"].examples} - present
+        for name in ("dev", "test"):  # after the label set is read from the whole development split
+            self.splits[name].examples = first_questions(self.splits[name].examples, max_eval_examples)
         if unseen:
             raise DataFormatError(f"{self.splits['test'].path}: test answers {sorted(unseen)} never occur in train or dev")
         self.encoded: dict[str, EncodedReSplit] = {}
+
+    def baseline(self, name: str) -> dict[str, dict[str, Any]]:
+        """The best single-answer prediction of split ``name`` over its questions (accuracy: the majority answer)."""
+        gold = list(self.splits[name].question_labels().values())
+        return best_constant(lambda predicted: classification_metrics(gold, predicted, labels=self.labels),
+                             self.labels, len(gold), self.headline_metrics)  # fmt: skip
+
+    def predicted_classes(self, result: EvalResult) -> list[str]:
+        return [row["predicted"] for row in result.predictions]
 
     def counts(self) -> dict[str, dict[str, Any]]:
         counts = {}
@@ -238,6 +251,7 @@ class YesNoTask(ClassifierTask):
     def options(cls, settings) -> dict[str, Any]:
         return {
             "max_train_examples": settings.max_train_examples,
+            "max_eval_examples": settings.max_eval_examples,
             "dev_fraction": settings.dev_fraction,
             "dev_split_seed": settings.dev_split_seed,
             "re_head": settings.re_head,
