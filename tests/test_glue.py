@@ -219,3 +219,23 @@ def test_real_glue_files_read_whole(shared_data, name):
     files = find_glue_files(folder, spec)
     sizes = tuple(len(read_glue_file(files[s], spec, labelled=s != "test").examples) for s in ("train", "dev", "test"))
     assert sizes == SIZES[name]
+
+
+def test_max_eval_examples_and_the_single_class_baseline():
+    """``--max-eval-examples`` cuts dev and test; the baseline is the best constant class (here computed with
+    scikit-learn directly), none for STS-B's regression or GLUE's unlabelled test set."""
+    from sklearn.metrics import accuracy_score, matthews_corrcoef
+
+    task = GlueTask(_files("glue-rte"), glue_task="rte", max_eval_examples=3)
+    assert len(task.splits["dev"].examples) == 3 and len(task.splits["test"].examples) == 3
+    gold = [e.label for e in task.splits["dev"].examples]  # entailment, not_entailment, entailment
+    baseline = task.baseline("dev")
+    majority = max(set(gold), key=gold.count)
+    assert baseline["predictions"]["accuracy"] == majority == "entailment"
+    assert baseline["values"]["accuracy"] == pytest.approx(accuracy_score(gold, [majority] * 3))
+    assert task.baseline("test") is None  # GLUE's test labels are hidden
+    cola = GlueTask(_files("glue-cola"), glue_task="cola")
+    cola_gold = [e.label for e in cola.splits["dev"].examples]
+    assert cola.baseline("dev")["values"]["mcc"] == pytest.approx(matthews_corrcoef(cola_gold, [cola_gold[0]] * len(cola_gold)))
+    assert GlueTask(_files("glue-stsb"), glue_task="sts").baseline("dev") is None
+    assert task.predicted_classes(EvalResult(metrics={}, predictions=["entailment", "not_entailment"])) == ["entailment", "not_entailment"]

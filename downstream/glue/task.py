@@ -30,7 +30,7 @@ from downstream.glue.spec import (
     glue_spec,
     is_glue_name,
 )
-from downstream.task import ClassifierTask, EvalResult, argmax_logits
+from downstream.task import ClassifierTask, EvalResult, argmax_logits, best_constant
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ class GlueTask(ClassifierTask):
     predictions_filename = "test_predictions.tsv"
 
     def __init__(self, files: dict[str, Path], *, glue_task: str, max_train_examples: int | None = None,
-                 double_unordered: bool = True, re_head: str = "electra"):  # fmt: skip
+                 max_eval_examples: int | None = None, double_unordered: bool = True, re_head: str = "electra"):  # fmt: skip
         if re_head not in RE_HEADS:
             raise DownstreamError(
                 f"unknown classifier head {re_head!r}; expected one of {', '.join(RE_HEADS)}"
@@ -174,6 +174,9 @@ class GlueTask(ClassifierTask):
         self.file_counts = {"train": len(self.splits["train"].examples)}
         if max_train_examples is not None:
             self.splits["train"].examples = self.splits["train"].examples[:max_train_examples]
+        if max_eval_examples is not None:  # the first N: a smoke run's scores, not comparable with GLUE's
+            for name in ("dev", "test"):
+                self.splits[name].examples = self.splits[name].examples[:max_eval_examples]
         self.double_unordered = bool(double_unordered and self.spec.symmetric)
         if self.double_unordered:
             self.splits["train"] = double_unordered_pairs(self.splits["train"])
@@ -184,6 +187,20 @@ class GlueTask(ClassifierTask):
         self.f1_name = "F1 of class 1" if "f1" in self.spec.metrics else self.spec.selection
         self.predictions_filename = f"{self.spec.submission}.tsv"
         self.encoded: dict[str, EncodedReSplit] = {}
+
+    def baseline(self, name: str) -> dict[str, dict[str, Any]] | None:
+        """The best single-class prediction of split ``name`` (the majority class for accuracy, all-``1`` for
+        F1; MCC is 0 for any constant); ``None`` for STS-B (a constant score has no correlation) or an
+        unlabelled split (GLUE's test)."""
+        split = self.splits[name]
+        if self.spec.is_regression or not split.labelled or not split.examples:
+            return None
+        gold = [e.label for e in split.examples]
+        return best_constant(lambda predicted: glue_scores(self.spec, gold, predicted), list(self.spec.labels),
+                             len(gold), self.headline_metrics)  # fmt: skip
+
+    def predicted_classes(self, result: EvalResult) -> list[str] | None:
+        return None if self.spec.is_regression else [str(p) for p in result.predictions]
 
     def _target(self, label):
         """The training target of a label: its id, or STS-B's score / 5 (the original's normalisation)."""
@@ -323,7 +340,7 @@ class GlueTask(ClassifierTask):
     @classmethod
     def options(cls, settings) -> dict[str, Any]:
         return {"glue_task": cls.spec_of(settings).name, "max_train_examples": settings.max_train_examples,
-                "double_unordered": settings.double_unordered, "re_head": settings.re_head}  # fmt: skip
+                "max_eval_examples": settings.max_eval_examples, "double_unordered": settings.double_unordered, "re_head": settings.re_head}  # fmt: skip
 
     @classmethod
     def dataset_defaults(cls, dataset: str | None, data_dir: Path | None) -> dict[str, Any]:
