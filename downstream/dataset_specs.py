@@ -60,10 +60,11 @@ class DatasetSpec:
 
     def tag_entity_type(self) -> str | None:
         """The entity type written into this dataset's bare ``B`` / ``I`` tags: ``untyped_entity_type``, else
-        the single annotated type, else ``None`` (the tags stay bare)."""
+        the single annotated type, else ``None`` (the tags stay bare). Only the NER kind asks
+        (:func:`downstream.ner.types.entity_type_of`, for its own datasets)."""
         if self.untyped_entity_type:
             return self.untyped_entity_type
-        return self.entity_types[0] if self.task == "ner" and len(self.entity_types) == 1 else None
+        return self.entity_types[0] if len(self.entity_types) == 1 else None
 
 
 # SHA-256 of the BioBERT-format files as redistributed in the BioMedBERT repository (commit 93fd69d6),

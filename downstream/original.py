@@ -185,7 +185,7 @@ def plan_original_runs(
                 results_txt=output_root / "results" / f"{task}_results.txt",
             )
         )
-    if any(run.kind == "qa" for run in runs):
+    if any(set(QA_MAPPED) & set(task_class(run.kind).exclusive_options) for run in runs):
         ignored = {k: v for k, v in ignored.items() if k not in QA_MAPPED}
     return runs, ignored
 
