@@ -17,10 +17,10 @@ from downstream.errors import DataFormatError, DownstreamError
 from downstream.ner.data import PIPELINE_AGGREGATION
 from downstream.predict.files import predict_files
 from downstream.predict.formats import Document, read_documents
-from downstream.predict.writers import safe_file_stem
 from downstream.predict.predictor import load_predictor
 from downstream.predict.results import decode_entities
 from downstream.predict.sentences import split_sentences
+from downstream.predict.writers import safe_file_stem
 
 MINI = Path(__file__).resolve().parent.parent / "bioelectra" / "assets" / "models" / "bioelectra-mini"
 LABELS = ["O", "B-Disease", "I-Disease"]

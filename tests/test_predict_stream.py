@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from test_predict import PUBMED, SENTENCE, _one_thread, ner_model  # noqa: F401 (fixtures)
+import test_predict
+from test_predict import PUBMED, SENTENCE
 from typer.testing import CliRunner
 
 from bioelectra.cli import app
@@ -24,6 +25,9 @@ from downstream.predict.formats import read_documents
 from downstream.predict.stream import worker_threads
 
 ROOT = Path(__file__).resolve().parent.parent
+# test_predict's fixtures: a tiny NER model trained until it tags SENTENCE, one torch thread.
+ner_model = test_predict.ner_model
+_one_thread = test_predict._one_thread
 OTHER = "Mutations in BRCA1 increase the risk of breast cancer."
 
 
