@@ -4,7 +4,8 @@ model, relation labels with class probabilities from a RE model.
 Each kind's predictor lives in its own folder: :class:`downstream.ner.predict.EntityTagger`,
 :class:`downstream.relation.predict.RelationClassifier` (the shared base: :mod:`downstream.predict.base`).
 
-Input and output formats live in :mod:`downstream.predict.formats`.
+Inputs are read by :mod:`downstream.predict.formats`, outputs rendered by :mod:`downstream.predict.writers`; a
+whole run (streaming, workers, resuming) is :func:`downstream.predict.files.predict_files`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = ["PREDICTORS", "EntityTagger", "RelationClassifier", "check_model_dir"
 
 #: Model kind (:func:`check_model_dir`) -> its predictor class.
 PREDICTORS: dict[str, type[Predictor]] = {cls.kind: cls for cls in (EntityTagger, RelationClassifier)}
+
 
 def load_predictor(
     model_dir: str | Path, *, device: str = "auto", max_seq_length: int = 512, batch_size: int = 32
