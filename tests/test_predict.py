@@ -16,10 +16,11 @@ from bioelectra.cli import app
 from downstream.errors import DataFormatError, DownstreamError
 from downstream.ner.data import PIPELINE_AGGREGATION
 from downstream.predict.files import predict_files
-from downstream.predict.formats import Document, read_documents, safe_file_stem
+from downstream.predict.formats import Document, read_documents
 from downstream.predict.predictor import load_predictor
 from downstream.predict.results import decode_entities
 from downstream.predict.sentences import split_sentences
+from downstream.predict.writers import safe_file_stem
 
 MINI = Path(__file__).resolve().parent.parent / "bioelectra" / "assets" / "models" / "bioelectra-mini"
 LABELS = ["O", "B-Disease", "I-Disease"]
@@ -361,7 +362,7 @@ def test_re_classify_matches_training_encoding(re_model, caplog):
     sentences = ["@CHEMICAL$ inhibits @GENE$ .", "aspirin inhibits COX-2 ."]
     predictor = load_predictor(re_model, device="cpu")
     assert predictor.placeholders() == ["@GENE$", "@CHEMICAL$"]  # downstream.relation.data.PLACEHOLDERS order
-    with caplog.at_level(logging.WARNING, logger="downstream.predict.predictor"):
+    with caplog.at_level(logging.WARNING, logger="downstream.relation.predict"):
         results = list(predictor.classify([Document("s1", sentences[0]), Document("s2", sentences[1])]))
     assert "1 sentence(s) contain none" in caplog.text and "s2" in caplog.text
     tokenizer = AutoTokenizer.from_pretrained(re_model)
@@ -391,7 +392,7 @@ def test_cli_re_jsonl(re_model, tmp_path):
 
 
 def test_cli_re_tsv_ids_and_tab_warning(re_model, tmp_path, caplog):
-    with caplog.at_level(logging.WARNING, logger="downstream.predict.predictor"):  # before the CLI resets logging
+    with caplog.at_level(logging.WARNING, logger="downstream.relation.predict"):  # before the CLI resets logging
         [wrong] = load_predictor(re_model, device="cpu").classify([Document("t", "7\t@CHEMICAL$ inhibits @GENE$ .")])
     assert "contain a tab" in caplog.text and "--input-format tsv" in caplog.text
     assert wrong.sentence.startswith("7\t")

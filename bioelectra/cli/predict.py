@@ -24,6 +24,8 @@ class OutputFormat(StrEnum):
     jsonl = "jsonl"
     conll = "conll"
     brat = "brat"
+    pubtator = "pubtator"
+    bioc = "bioc"
 
 
 class Device(StrEnum):
@@ -40,11 +42,12 @@ def predict(
     text_field: Annotated[str, typer.Option("--text-field", help="JSONL: the field with the text.")] = "text",
     id_field: Annotated[str, typer.Option("--id-field", help="JSONL: the field with the document id (records without one: <file>:<line>).")] = "id",
     document_per_file: Annotated[bool, typer.Option("--document-per-file", help="Plain text: each file is one document (default: one per line).")] = False,
-    output_format: Annotated[OutputFormat, typer.Option("--format", help="jsonl (one entity, or one RE sentence, per line), conll (word<TAB>tag) or brat (.txt + .ann per document, NER).")] = OutputFormat.jsonl,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Output file (jsonl, conll) or folder (brat) [default: standard output].")] = None,
+    output_format: Annotated[OutputFormat, typer.Option("--format", help="jsonl (one entity, or one RE sentence, per line); NER also: conll (word<TAB>tag), brat (.txt + .ann per document), pubtator (PMID|t|, PMID|a|, one tab-separated line per entity), bioc (BioC XML).")] = OutputFormat.jsonl,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Output file or folder (brat) [default: standard output]. Written as it goes; a killed run started again with the same command resumes after the last document written.")] = None,
     max_seq_length: Annotated[int, typer.Option("--max-seq-length", "--max_seq_length", min=8, help="Sub-tokens per model input, capped by the model's positions; longer sentences are windowed.")] = 512,
     batch_size: Annotated[int, typer.Option("--batch-size", "--batch_size", min=1, help="Model inputs per forward pass.")] = 32,
-    device: Annotated[Device, typer.Option(help="auto: CUDA when available.")] = Device.auto,
+    device: Annotated[Device, typer.Option(help="auto: CUDA when available (weights in bfloat16 there).")] = Device.auto,
+    num_workers: Annotated[int, typer.Option("--num-workers", min=1, help="CPU worker processes, each with cores/N torch threads; 1 predicts in this process.")] = 1,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
 ) -> None:
     """Predict with a saved fine-tuned model on raw text: entities with character offsets (NER) or a
@@ -67,10 +70,12 @@ def predict(
                 model, files or [], output_format=output_format.value, output=output, stdout=sys.stdout,
                 input_format=input_format.value, text_field=text_field, id_field=id_field,
                 document_per_file=document_per_file, max_seq_length=max_seq_length, batch_size=batch_size,
-                device=device.value, progress=lambda n: progress.advance(task, n),
+                device=device.value, num_workers=num_workers, progress=lambda n: progress.advance(task, n),
             )  # fmt: skip
     except (DownstreamError, ValueError, OSError) as exc:
         _fail(exc)
         return
     what = "entities" if summary.kind == "ner" else "sentences classified"
+    if summary.skipped:
+        console.print(f"resumed: skipped the {summary.skipped} documents a killed run of this command had written")
     console.print(f"[green]{summary.documents} documents, {summary.predictions} {what}:[/] {summary.output}")

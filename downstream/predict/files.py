@@ -1,22 +1,20 @@
 """The ``predict`` command's one library call: a saved model over input files, the predictions written in
-the chosen format (:func:`predict_files`)."""
+the chosen format as they are ready, resumable after a kill (:func:`predict_files`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import nullcontext
+import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from bioelectra.textio import atomic_open
-from downstream.errors import DownstreamError
-from downstream.predict.formats import (
-    OUTPUT_FORMATS,
-    read_documents,
-    write_brat,
-)
-from downstream.predict.predictor import PREDICTORS, check_model_dir, load_predictor
+from downstream.errors import DataFormatError, DownstreamError
+from downstream.predict.formats import STDIN, read_documents
+from downstream.predict.output import BratOutput, FileOutput, StreamOutput
+from downstream.predict.predictor import PREDICTORS, check_model_dir
+from downstream.predict.stream import PredictorSpec, rendered_chunks
+from downstream.predict.writers import FOOTERS, HEADERS, OUTPUT_FORMATS
 
 
 @dataclass(frozen=True)
@@ -25,15 +23,47 @@ class PredictSummary:
 
     Attributes:
         kind: ``"ner"`` or ``"re"``.
-        documents: documents (RE: sentences) read.
-        predictions: entities found (NER) or sentences classified (RE).
+        documents: documents (RE: sentences) predicted by this run.
+        predictions: entities found (NER) or sentences classified (RE) by this run.
         output: where the predictions went (a file, a folder, or ``"stdout"``).
+        skipped: documents a killed run of the same command had already written (resumed), 0 otherwise.
     """
 
     kind: str
     documents: int
     predictions: int
     output: str
+    skipped: int = 0
+
+
+def run_fingerprint(model_dir: str | Path, sources: Sequence[str | Path], **options) -> dict:
+    """What makes two runs the same command for resuming: the model folder and its weights' size and time,
+    each input's path, size and modification time, and the options that change the output."""
+    def stat(path: Path) -> list:
+        try:
+            info = path.stat()
+        except OSError:
+            return [str(path), None, None]
+        return [str(path), info.st_size, info.st_mtime_ns]
+
+    model = Path(model_dir).resolve()
+    weights = sorted(model.glob("*.safetensors")) or sorted(model.glob("*.bin"))
+    inputs = [[STDIN] if str(s) == STDIN else stat(Path(s).resolve()) for s in sources or [STDIN]]
+    return {"model": str(model), "weights": [stat(w)[1:] for w in weights], "inputs": inputs, **options}
+
+
+def _output_for(output_format: str, output: str | Path | None, stdout: TextIO | None, fingerprint: dict):
+    header = HEADERS[output_format]() if output_format in HEADERS else ""
+    footer = FOOTERS.get(output_format, "")
+    if output_format == "brat":
+        if output is None:
+            raise DownstreamError("--format brat writes a .txt and a .ann file per document: give --output DIR")
+        return BratOutput(output, fingerprint=fingerprint)
+    if output is not None:
+        return FileOutput(output, header=header, footer=footer, fingerprint=fingerprint)
+    if stdout is None:
+        raise DownstreamError(f"--format {output_format}: give --output PATH or a stream to write to")
+    return StreamOutput(stdout, header=header, footer=footer)
 
 
 def predict_files(
@@ -50,50 +80,78 @@ def predict_files(
     max_seq_length: int = 512,
     batch_size: int = 32,
     device: str = "auto",
+    num_workers: int = 1,
+    chunk_documents: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> PredictSummary:
-    """Run a saved model over input files and write its predictions (``bioelectra predict``).
+    """Run a saved model over input files and write its predictions as they are ready (``bioelectra predict``).
+
+    A run writing to ``output`` that is killed resumes when started again with the same command: it skips
+    the documents already written (:mod:`downstream.predict.output`) and says how many in ``skipped``.
 
     Args:
         model_dir: the fine-tuned model folder.
         sources: input files, ``"-"`` (or none) for standard input; formats in :mod:`downstream.predict.formats`.
-        output_format: ``jsonl`` (NER: one line per entity; RE: one per sentence), ``conll`` or ``brat`` (NER).
-        output: a file (jsonl, conll; written atomically) or a folder (brat); None writes to ``stdout``.
+        output_format: one of :data:`~downstream.predict.writers.OUTPUT_FORMATS` (RE: ``jsonl`` only).
+        output: a file (written as ``.<name>.partial``, renamed when complete) or a folder (brat); None
+            writes to ``stdout``.
         stdout: where output goes when ``output`` is None.
         input_format, text_field, id_field, document_per_file: see :func:`~downstream.predict.formats.read_documents`.
-        max_seq_length, batch_size, device: see :func:`load_predictor`.
-        progress: called with the number of documents finished, chunk by chunk.
+        max_seq_length, batch_size, device: see :func:`~downstream.predict.predictor.load_predictor`.
+        num_workers: CPU worker processes (:mod:`downstream.predict.stream`); 1 predicts in this process.
+        chunk_documents: documents per chunk (the unit of batching by length, of writing and of resuming);
+            default the kind's (``chunk_documents`` / ``chunk_sentences`` of its predictor).
+        progress: called with the number of documents finished (skipped ones first), chunk by chunk.
 
     Raises:
-        DownstreamError: a bad model folder, an output format the model kind cannot write (conll or brat with
-            a RE model), brat without ``output``, PubMed XML or ``document_per_file`` with a RE model.
+        DownstreamError: a bad model folder, an output format the model kind cannot write, brat without
+            ``output``, PubMed XML or ``document_per_file`` with a RE model, ``num_workers`` < 1 or more than
+            one with CUDA, a partial output of another command.
         DataFormatError: bad input (see :func:`~downstream.predict.formats.read_documents`).
     """
     if output_format not in OUTPUT_FORMATS:
         raise DownstreamError(f"--format {output_format!r}: expected one of {', '.join(OUTPUT_FORMATS)}")
+    if num_workers < 1:
+        raise DownstreamError(f"--num-workers {num_workers}: expected at least 1")
     kind = check_model_dir(model_dir)
-    PREDICTORS[kind].check_request(model_dir, output_format=output_format, sources=sources, input_format=input_format,
-                                   document_per_file=document_per_file)  # fmt: skip
-    if output_format == "brat" and output is None:
-        raise DownstreamError("--format brat writes a .txt and a .ann file per document: give --output DIR")
-    if output is None and stdout is None:
-        raise DownstreamError(f"--format {output_format}: give --output PATH or a stream to write to")
-    predictor = load_predictor(model_dir, device=device, max_seq_length=max_seq_length, batch_size=batch_size)
-    documents = read_documents(sources, input_format=input_format, text_field=text_field, id_field=id_field,
-                               document_per_file=document_per_file)  # fmt: skip
+    predictor_class = PREDICTORS[kind]
+    predictor_class.check_request(model_dir, output_format=output_format, sources=sources, input_format=input_format,
+                                  document_per_file=document_per_file)  # fmt: skip
+    fingerprint = run_fingerprint(model_dir, sources, input_format=input_format, text_field=text_field, id_field=id_field,
+                                  document_per_file=document_per_file, output_format=output_format,
+                                  max_seq_length=max_seq_length)  # fmt: skip
+    sink = _output_for(output_format, output, stdout, fingerprint)
+    spec = PredictorSpec(str(model_dir), device=device, max_seq_length=max_seq_length, batch_size=batch_size)
+    predictor = spec.load()  # in this process too: a bad folder fails here, with its message, before any work
+    if num_workers > 1:
+        if predictor.device.type == "cuda":
+            raise DownstreamError(f"--num-workers {num_workers}: worker processes are for the CPU; one process drives the GPU")
+        predictor = None  # each worker loads its own
+    chunk = chunk_documents or getattr(predictor_class, "chunk_documents", None) or getattr(predictor_class, "chunk_sentences", 256)
+    skipped = sink.start()
     counts = {"documents": 0, "predictions": 0}
+    try:
+        documents = read_documents(sources, input_format=input_format, text_field=text_field, id_field=id_field,
+                                   document_per_file=document_per_file)  # fmt: skip
+        seen = 0
+        for document in itertools.islice(documents, skipped):
+            sink.note_skipped(document)
+            seen += 1
+        if seen < skipped:
+            raise DataFormatError(f"{', '.join(map(str, sources)) or STDIN}: {seen} documents, fewer than the {skipped} "
+                                  "the partial output of this command holds; delete it to start again")  # fmt: skip
+        if progress is not None and skipped:
+            progress(skipped)
+        for done, rendered in rendered_chunks(spec, documents, output_format=output_format, num_workers=num_workers,
+                                              chunk_documents=chunk, predictor=predictor):  # fmt: skip
+            sink.write(done, [text for text, _ in rendered])
+            counts["documents"] += len(done)
+            counts["predictions"] += sum(n for _, n in rendered)
+            if progress is not None:
+                progress(len(done))
+        sink.finish()
+    finally:
+        sink.close()
+    where = "stdout" if output is None else str(output)
+    return PredictSummary(kind, counts["documents"], counts["predictions"], where, skipped)
 
-    def counted(items: Iterable, size: Callable[[object], int]):
-        for item in items:
-            counts["documents"] += 1
-            counts["predictions"] += size(item)
-            yield item
-
-    predictions = counted(predictor.predict(documents, progress=progress), predictor.count)
-    if output_format == "brat":
-        write_brat(output, predictions)  # type: ignore[arg-type]
-    else:
-        writer = predictor.writer(output_format)
-        with atomic_open(output) if output is not None else nullcontext(stdout) as handle:
-            writer(handle, predictions)
-    return PredictSummary(kind, counts["documents"], counts["predictions"], "stdout" if output is None else str(output))

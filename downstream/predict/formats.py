@@ -17,31 +17,28 @@ Inputs (``input_format``, ``"auto"`` chooses by the file name, ``.gz`` accepted)
 
 ``-`` reads standard input (``text`` unless ``input_format`` says otherwise; its ids say ``stdin``).
 
-Outputs of entities (:func:`write_entities_jsonl`, :func:`write_conll`, :func:`write_brat`) and of relation
-labels (:func:`write_relations_jsonl`). Offsets are Python string indices (Unicode code points) into the
-document's text exactly as read, end exclusive: ``text == document.text[start:end]``.
+Text and JSONL files are read line by line and PubMed XML article by article (memory stays flat on a large
+corpus). Output formats live in :mod:`downstream.predict.writers`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
-import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 
 from bioelectra.corpus import CorpusError, read_pubmed_articles
-from bioelectra.textio import atomic_write_text, decode_utf8, read_bytes
+from bioelectra.textio import BOM, GZIP_ERRORS, decode_utf8, gzip_problem, open_binary, read_bytes
 from downstream.errors import DataFormatError, DownstreamError
 
 #: The name standing for standard input among the input files.
 STDIN = "-"
 INPUT_FORMATS = ("auto", "text", "jsonl", "pubmed-xml", "tsv")
-OUTPUT_FORMATS = ("jsonl", "conll", "brat")
 
 
 @dataclass(frozen=True)
@@ -94,6 +91,43 @@ def _source_bytes(source: str | os.PathLike) -> bytes:
     return read_bytes(path, error=DataFormatError)
 
 
+def iter_source_lines(source: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of a text source read lazily (``.gz`` decompressed on the fly, standard input
+    for ``"-"``), each line without its ``\n``, a UTF-8 byte-order mark at the start dropped.
+
+    Raises:
+        DownstreamError: a missing file.
+        DataFormatError: bytes that are not UTF-8 (file, line and byte offset), a damaged gzip file.
+    """
+    name = _source_name(source)
+    if str(source) == STDIN:
+        handle = getattr(sys.stdin, "buffer", None)
+        if handle is None:  # a text stream (tests)
+            yield from ((n, line.rstrip("\n")) for n, line in enumerate(sys.stdin, start=1))
+            return
+        context = contextlib.nullcontext(handle)
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise DownstreamError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
+        context = open_binary(path)
+    consumed = 0
+    with context as handle:
+        try:
+            for lineno, raw in enumerate(handle, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DataFormatError(f"{name}:{lineno}: expected UTF-8 text, got undecodable bytes at byte "
+                                          f"{consumed + exc.start} ({exc.reason})") from None  # fmt: skip
+                consumed += len(raw)
+                if lineno == 1 and line.startswith(BOM):
+                    line = line[1:]
+                yield lineno, line[:-1] if line.endswith("\n") else line
+        except GZIP_ERRORS as exc:
+            raise DataFormatError(gzip_problem(Path(name), exc)) from None
+
+
 def read_documents(
     sources: Sequence[str | os.PathLike],
     *,
@@ -121,17 +155,19 @@ def read_documents(
         kind = input_format_for(STDIN if str(source) == STDIN and input_format == "auto" else source, input_format)
         if kind == "pubmed-xml":
             documents = _pubmed_documents(source)
-        else:
+        elif kind == "text" and document_per_file:
             name = _source_name(source)
             text = decode_utf8(_source_bytes(source), name, error=DataFormatError)
+            documents = iter([Document(name, text)] if text.strip() else [])
+        else:
+            name = _source_name(source)
+            lines = iter_source_lines(source)
             if kind == "jsonl":
-                documents = _jsonl_documents(text, name, text_field=text_field, id_field=id_field)
+                documents = _jsonl_documents(lines, name, text_field=text_field, id_field=id_field)
             elif kind == "tsv":
-                documents = _tsv_documents(text, name)
-            elif document_per_file:
-                documents = iter([Document(name, text)] if text.strip() else [])
+                documents = _tsv_documents(lines, name)
             else:
-                documents = _line_documents(text, name)
+                documents = _line_documents(lines, name)
         count = 0
         for document in documents:
             count += 1
@@ -140,15 +176,15 @@ def read_documents(
             raise DataFormatError(f"{_source_name(source)}: empty input, no document to predict on (expected {kind})")
 
 
-def _line_documents(text: str, name: str) -> Iterator[Document]:
-    for lineno, line in enumerate(text.split("\n"), start=1):
+def _line_documents(lines: Iterable[tuple[int, str]], name: str) -> Iterator[Document]:
+    for lineno, line in lines:
         line = line.rstrip("\r")
         if line.strip():
             yield Document(f"{name}:{lineno}", line)
 
 
-def _jsonl_documents(text: str, name: str, *, text_field: str, id_field: str) -> Iterator[Document]:
-    for lineno, line in enumerate(text.split("\n"), start=1):
+def _jsonl_documents(lines: Iterable[tuple[int, str]], name: str, *, text_field: str, id_field: str) -> Iterator[Document]:
+    for lineno, line in lines:
         if not line.strip():
             continue
         try:
@@ -203,10 +239,10 @@ def tsv_columns(first_line: str) -> tuple[tuple[str, ...], bool]:
     raise DataFormatError(f"expected 'index<TAB>sentence[<TAB>label]' or 'sentence<TAB>label', got {len(cells)} columns")
 
 
-def _tsv_documents(text: str, name: str) -> Iterator[Document]:
-    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+def _tsv_documents(lines: Iterable[tuple[int, str]], name: str) -> Iterator[Document]:
     columns: tuple[str, ...] | None = None
-    for lineno, line in enumerate(lines, start=1):
+    for lineno, line in lines:
+        line = line[:-1] if line.endswith("\r") else line
         if not line.strip():
             continue
         if columns is None:
@@ -236,81 +272,3 @@ def _pubmed_documents(source: str | os.PathLike) -> Iterator[Document]:
             yield Document(pmid or f"{name}:{number}", "\n".join(lines))
     except CorpusError as exc:
         raise DataFormatError(str(exc)) from None
-
-
-# --- outputs -------------------------------------------------------------------------------------------------
-
-
-def entity_record(entity) -> dict:
-    """The JSON object of one entity: ``{"document", "start", "end", "text", "type", "score"}``."""
-    return {"document": entity.document, "start": entity.start, "end": entity.end, "text": entity.text,
-            "type": entity.type, "score": round(float(entity.score), 6)}  # fmt: skip
-
-
-def write_entities_jsonl(handle: TextIO, predictions: Iterable) -> None:
-    """One JSON line per entity of each :class:`~downstream.predict.predictor.DocumentEntities`, in document order."""
-    for prediction in predictions:
-        for entity in prediction.entities:
-            handle.write(json.dumps(entity_record(entity), ensure_ascii=False) + "\n")
-
-
-def write_conll(handle: TextIO, predictions: Iterable) -> None:
-    """``word<TAB>tag`` per word, a blank line after each sentence, ``-DOCSTART- <id>`` and a blank line before
-    each document (the layout :func:`downstream.ner.data.read_ner_file` reads)."""
-    for prediction in predictions:
-        text = prediction.document.text
-        handle.write(f"-DOCSTART- {prediction.document.id}\n\n")
-        for sentence in prediction.sentences:
-            if not sentence.words:
-                continue
-            handle.write("".join(f"{text[w.start:w.end]}\t{w.tag}\n" for w in sentence.words) + "\n")
-
-
-def write_relations_jsonl(handle: TextIO, predictions: Iterable) -> None:
-    """One JSON line per sentence: ``{"document", "sentence", "label", "probabilities": {label: p}}``."""
-    for p in predictions:
-        record = {"document": p.document, "sentence": p.sentence, "label": p.label,
-                  "probabilities": {k: round(float(v), 6) for k, v in p.probabilities.items()}}  # fmt: skip
-        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def safe_file_stem(document_id: str) -> str:
-    """A file name stem for a document id: runs of characters other than letters, digits, ``.``, ``_`` and
-    ``-`` become ``_`` (``data/a.txt:3`` -> ``data_a.txt_3``); never empty, never starting with a dot."""
-    stem = _UNSAFE.sub("_", document_id).strip("_") or "document"
-    return "_" + stem if stem.startswith(".") else stem
-
-
-def write_brat(folder: str | os.PathLike, predictions: Iterable) -> int:
-    """BRAT standoff: ``<safe id>.txt`` (the document's text) and ``<safe id>.ann`` (``T1<TAB>Disease 10
-    37<TAB>Duchenne muscular dystrophy``) per document in ``folder`` (created), each written atomically. Two
-    ids with the same safe stem get ``-2``, ``-3`` ... appended.
-
-    Returns:
-        The number of documents written.
-
-    Raises:
-        DownstreamError: ``folder`` exists and is not a folder.
-    """
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise DownstreamError(f"--output {folder}: BRAT output needs a folder, and this is a file")
-    folder.mkdir(parents=True, exist_ok=True)
-    used: set[str] = set()
-    count = 0
-    for prediction in predictions:
-        stem = base = safe_file_stem(prediction.document.id)
-        n = 1
-        while stem.lower() in used:
-            n += 1
-            stem = f"{base}-{n}"
-        used.add(stem.lower())
-        lines = [f"T{i}\t{e.type} {e.start} {e.end}\t{e.text}" for i, e in enumerate(prediction.entities, start=1)]
-        atomic_write_text(folder / f"{stem}.txt", prediction.document.text)
-        atomic_write_text(folder / f"{stem}.ann", "".join(line + "\n" for line in lines))
-        count += 1
-    return count
-

@@ -1,0 +1,191 @@
+"""The NER predictor of ``bioelectra predict``: a token classification model on whole documents.
+
+NER, per document:
+
+1. sentences: :func:`split_sentences` (rule-based; a line break always ends a sentence);
+2. words: the model's own fast tokenizer pre-tokenizes each sentence (BERT: whitespace and punctuation), and
+   each word's character span is read from the sub-tokens' offset mapping, so offsets point into the
+   ORIGINAL text whatever the normalisation (lower-casing, accent stripping) does;
+3. windows: a sentence longer than ``max_seq_length - 2`` sub-tokens is cut at word boundaries into
+   consecutive windows (:func:`downstream.ner.data.window_spans`, as in fine-tuning), so every word gets exactly
+   one prediction and no text is skipped;
+4. tags: a word takes the label predicted at its FIRST sub-token (:data:`downstream.ner.data.PIPELINE_AGGREGATION`), the only
+   sub-token with a label in training; its score is the softmax probability of that label there;
+5. entities: :func:`downstream.predict.results.decode_entities`, the chunking of seqeval's default mode (conlleval): ``B-x I-x ...`` is
+   one entity, and an ``I-x`` that does not continue an entity of type ``x`` starts a new one. Its score is
+   the mean of its words' scores.
+
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from downstream.errors import DownstreamError
+from downstream.predict.base import Predictor, _as_documents
+from downstream.predict.formats import Document
+from downstream.predict.results import DocumentEntities, Entity, TaggedSentence, TaggedWord, decode_entities
+from downstream.predict.sentences import split_sentences
+from downstream.predict.writers import (
+    render_bioc,
+    render_brat_ann,
+    render_conll,
+    render_entities_jsonl,
+    render_pubtator,
+)
+
+
+@dataclass(slots=True)
+class _Window:
+    document: int  # index in the chunk
+    sentence: int
+    word_start: int
+    input_ids: list[int]
+    first_positions: list[int] = field(default_factory=list)
+
+
+class EntityTagger(Predictor):
+    """A token classification (NER) model: :meth:`predict_entities` on whole documents."""
+
+    kind = "ner"
+    description = "token classification (NER)"
+    renderers = {"jsonl": render_entities_jsonl, "conll": render_conll, "brat": render_brat_ann, "pubtator": render_pubtator,
+                 "bioc": render_bioc}  # fmt: skip
+
+    @classmethod
+    def auto_model_class(cls):
+        from transformers import AutoModelForTokenClassification
+
+        return AutoModelForTokenClassification
+
+    @classmethod
+    def check_labels(cls, labels: list[str], model_dir: Path) -> None:
+        from downstream.ner.data import parse_tag
+
+        for label in labels:
+            try:
+                parse_tag(label)
+            except ValueError as exc:
+                raise DownstreamError(f"--model {model_dir}: label {label!r} of config.id2label is not an IOB2 tag ({exc})") from None
+
+    def predict(self, documents: Iterable[Document | str], *, progress: Callable[[int], None] | None = None) -> Iterator[DocumentEntities]:
+        return self.predict_entities(documents, progress=progress)
+
+    @staticmethod
+    def count(prediction: DocumentEntities) -> int:
+        return len(prediction.entities)
+
+    #: Documents gathered before their windows are sorted by length and batched together: the longer the
+    #: chunk, the less padding (abstracts of ~10 sentences: ~2,500 windows per chunk).
+    chunk_documents = 256
+
+    def predict_entities(self, documents: Iterable[Document | str], *, progress: Callable[[int], None] | None = None) -> Iterator[DocumentEntities]:
+        """Entities of each document, in input order (see the module docstring for the steps).
+
+        Args:
+            documents: :class:`~downstream.predict.formats.Document` objects, or strings (ids ``"0"``, ``"1"`` ...).
+            progress: called with the number of documents finished after each chunk.
+        """
+        chunk: list[Document] = []
+        for document in _as_documents(documents):
+            chunk.append(document)
+            if len(chunk) >= self.chunk_documents:
+                yield from self._tag_chunk(chunk)
+                if progress is not None:
+                    progress(len(chunk))
+                chunk = []
+        if chunk:
+            yield from self._tag_chunk(chunk)
+            if progress is not None:
+                progress(len(chunk))
+
+    def sentence_words(self, text: str, spans: Sequence[tuple[int, int]]) -> list[list[tuple[int, int, list[int]]]]:
+        """The words of each sentence span of ``text`` as the tokenizer pre-tokenizes them:
+        ``[[(start, end, sub_token_ids), ...], ...]`` with offsets into ``text``."""
+        return [[tuple(w) for w in words] for words in self._words([text[s:e] for s, e in spans], [s for s, _ in spans])]
+
+    def _words(self, sentences: list[str], starts: list[int]) -> list[list[list]]:
+        """``[[[start, end, sub_token_ids], ...], ...]`` per sentence, offsets shifted by the sentence's start:
+        one call of the fast tokenizer's backend for all sentences of a chunk (no truncation, no padding)."""
+        if not sentences:
+            return []
+        backend = self.tokenizer.backend_tokenizer
+        if backend.truncation is not None:  # a tokenizer.json saved after a truncating call keeps it
+            backend.no_truncation()
+        if backend.padding is not None:
+            backend.no_padding()
+        result = []
+        for encoding, sentence_start in zip(backend.encode_batch(sentences, add_special_tokens=False), starts, strict=True):
+            words: list[list] = []
+            previous = None
+            for token_id, word_id, (start, end) in zip(encoding.ids, encoding.word_ids, encoding.offsets, strict=True):
+                if word_id is not None and word_id == previous:
+                    word = words[-1]
+                    word[0], word[1] = min(word[0], sentence_start + start), max(word[1], sentence_start + end)
+                    word[2].append(token_id)
+                else:
+                    words.append([sentence_start + start, sentence_start + end, [token_id]])
+                previous = word_id
+            result.append(words)
+        return result
+
+    def _windows(self, words: list[list[list[list]]]) -> list[_Window]:
+        """The model inputs of a chunk: ``[CLS] words [SEP]`` per sentence, cut into windows of at most
+        ``max_seq_length - 2`` sub-tokens at word boundaries."""
+        from downstream.ner.data import window_spans
+
+        budget = self.max_seq_length - 2
+        cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+        windows: list[_Window] = []
+        for d, doc_words in enumerate(words):
+            for s, sentence in enumerate(doc_words):
+                for first, end in window_spans([len(w[2]) for w in sentence], budget):
+                    window = _Window(d, s, first, [cls_id])
+                    for _, _, pieces in sentence[first:end]:
+                        window.first_positions.append(len(window.input_ids))
+                        window.input_ids.extend(pieces[:budget])  # a word longer than a window keeps its first sub-tokens
+                    window.input_ids.append(sep_id)
+                    windows.append(window)
+        return windows
+
+    def _tag_chunk(self, chunk: list[Document]) -> Iterator[DocumentEntities]:
+        spans = [split_sentences(d.text) for d in chunk]
+        flat = [(d.text[s:e], s) for d, doc_spans in zip(chunk, spans, strict=True) for s, e in doc_spans]
+        flat_words = self._words([t for t, _ in flat], [s for _, s in flat])
+        words, position = [], 0
+        for doc_spans in spans:
+            words.append(flat_words[position : position + len(doc_spans)])
+            position += len(doc_spans)
+        windows = self._windows(words)
+        tags = [[["O"] * len(sentence) for sentence in doc_words] for doc_words in words]
+        scores = [[[0.0] * len(sentence) for sentence in doc_words] for doc_words in words]
+        order = sorted(range(len(windows)), key=lambda i: len(windows[i].input_ids))
+        labels = self.labels
+        for b in range(0, len(order), self.batch_size):
+            batch = [windows[i] for i in order[b : b + self.batch_size]]
+            best, label_ids = self._forward([w.input_ids for w in batch]).max(dim=-1)  # (batch, width) each
+            best, label_ids = best.tolist(), label_ids.tolist()
+            for row, window in enumerate(batch):
+                tag_row, score_row = tags[window.document][window.sentence], scores[window.document][window.sentence]
+                row_labels, row_best = label_ids[row], best[row]
+                for offset, position in enumerate(window.first_positions):
+                    tag_row[window.word_start + offset] = labels[row_labels[position]]
+                    score_row[window.word_start + offset] = row_best[position]
+        for d, document in enumerate(chunk):
+            yield self._document_entities(document, spans[d], words[d], tags[d], scores[d])
+
+    def _document_entities(self, document: Document, spans, words, tags, scores) -> DocumentEntities:
+        """The tagged sentences of one document and the entities decoded from them."""
+        sentences, entities = [], []
+        for s, (start, end) in enumerate(spans):
+            tagged = tuple(TaggedWord(w[0], w[1], tags[s][i], scores[s][i]) for i, w in enumerate(words[s]))
+            sentences.append(TaggedSentence(start, end, tagged))
+            if all(tag == "O" for tag in tags[s]):
+                continue  # most sentences: no entity to decode
+            for kind, first, last in decode_entities(tags[s], untyped=self.untyped_entity):
+                begin, finish = tagged[first].start, tagged[last - 1].end
+                score = sum(w.score for w in tagged[first:last]) / (last - first)
+                entities.append(Entity(document.id, begin, finish, document.text[begin:finish], kind, score))
+        return DocumentEntities(document, tuple(sentences), tuple(entities))

@@ -1,0 +1,122 @@
+"""A predictor streamed over a corpus (``bioelectra predict``): documents read lazily, gathered into chunks,
+predicted and rendered in this process or in ``num_workers`` worker processes, and handed back chunk by
+chunk in input order (:func:`rendered_chunks`). At most ``2 x num_workers`` chunks are in flight, so memory
+does not grow with the corpus.
+
+Workers are CPU processes (``spawn``), each loading the model once and running ``torch`` with
+:func:`worker_threads` threads, so that workers x threads <= the cores this process may use. A worker
+renders its own output text, so only documents go out and text comes back.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from downstream.predict.formats import Document
+
+
+@dataclass(frozen=True)
+class PredictorSpec:
+    """What a worker needs to load the predictor (:func:`downstream.predict.predictor.load_predictor`)."""
+
+    model_dir: str
+    device: str = "cpu"
+    max_seq_length: int = 512
+    batch_size: int = 32
+
+    def load(self):
+        from downstream.predict.predictor import load_predictor
+
+        return load_predictor(self.model_dir, device=self.device, max_seq_length=self.max_seq_length, batch_size=self.batch_size)
+
+
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def worker_threads(num_workers: int, cores: int | None = None) -> int:
+    """``torch`` threads per worker: ``cores // num_workers``, at least 1."""
+    return max(1, (cores or available_cores()) // max(1, num_workers))
+
+
+def chunked(documents: Iterable[Document], size: int) -> Iterator[list[Document]]:
+    """``documents`` in lists of ``size`` (the last one shorter)."""
+    chunk: list[Document] = []
+    for document in documents:
+        chunk.append(document)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def render_chunk(predictor, chunk: list[Document], output_format: str) -> list[tuple[str, int]]:
+    """``(text, predictions)`` per document of ``chunk``: its output in ``output_format`` and its count
+    (entities, or 1 for a classified sentence)."""
+    return [(predictor.render(p, output_format), predictor.count(p)) for p in predictor.predict(chunk)]
+
+
+_WORKER_PREDICTOR = None
+
+
+def _start_worker(spec: PredictorSpec, threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    global _WORKER_PREDICTOR
+    _WORKER_PREDICTOR = spec.load()
+
+
+def _work(chunk: list[Document], output_format: str) -> list[tuple[str, int]]:
+    return render_chunk(_WORKER_PREDICTOR, chunk, output_format)
+
+
+def rendered_chunks(
+    spec: PredictorSpec,
+    documents: Iterable[Document],
+    *,
+    output_format: str,
+    num_workers: int = 1,
+    chunk_documents: int = 256,
+    predictor=None,
+) -> Iterator[tuple[list[Document], list[tuple[str, int]]]]:
+    """``(chunk, [(text, count), ...])`` for consecutive chunks of ``documents``, in input order.
+
+    Args:
+        spec: how to load the model (in each worker).
+        documents: read lazily; consumed only as chunks are handed out.
+        output_format: the format each prediction is rendered in (:mod:`downstream.predict.writers`).
+        num_workers: 1 predicts in this process (with ``predictor`` if given, else ``spec.load()``); more
+            starts that many worker processes.
+        chunk_documents: documents per chunk (the unit of work, of writing and of resuming).
+    """
+    if num_workers <= 1:
+        predictor = predictor if predictor is not None else spec.load()
+        for chunk in chunked(documents, chunk_documents):
+            yield chunk, render_chunk(predictor, chunk, output_format)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=num_workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_start_worker, initargs=(spec, worker_threads(num_workers)))  # fmt: skip
+    pending: deque = deque()
+    try:
+        for chunk in chunked(documents, chunk_documents):
+            pending.append((chunk, pool.submit(_work, chunk, output_format)))
+            if len(pending) >= 2 * num_workers:
+                done, future = pending.popleft()
+                yield done, future.result()
+        while pending:
+            done, future = pending.popleft()
+            yield done, future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,221 @@
+"""``bioelectra predict`` at corpus scale: PubTator and BioC XML read back with the ``bioc`` package, worker
+processes, and resuming a killed run (:mod:`downstream.predict.output`, :mod:`downstream.predict.stream`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import test_predict
+from test_predict import PUBMED, SENTENCE
+from typer.testing import CliRunner
+
+from bioelectra.cli import app
+from downstream.errors import DownstreamError
+from downstream.predict import files as files_module
+from downstream.predict.base import inference_dtype
+from downstream.predict.files import predict_files
+from downstream.predict.formats import read_documents
+from downstream.predict.stream import worker_threads
+
+ROOT = Path(__file__).resolve().parent.parent
+# test_predict's fixtures: a tiny NER model trained until it tags SENTENCE, one torch thread.
+ner_model = test_predict.ner_model
+_one_thread = test_predict._one_thread
+OTHER = "Mutations in BRCA1 increase the risk of breast cancer."
+
+
+def _corpus(path: Path, n: int) -> Path:
+    """``n`` JSONL documents, some with entities, some without, of different lengths."""
+    lines = []
+    for i in range(n):
+        text = [SENTENCE, OTHER, "The patient was treated with steroids.", f"Case {i}.\n" + SENTENCE][i % 4]
+        lines.append(json.dumps({"id": f"doc{i}", "text": text * (1 + i % 3)}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _jsonl_entities(path: Path) -> list[tuple]:
+    return [(r["document"], r["start"], r["end"], r["text"], r["type"]) for r in map(json.loads, path.read_text().splitlines())]
+
+
+# --- PubTator and BioC XML, read back with the bioc package ---------------------------------------------------
+
+
+def test_pubtator_read_back_with_bioc(ner_model, tmp_path):
+    from bioc import pubtator
+
+    source = tmp_path / "baseline.xml"
+    source.write_text(PUBMED, encoding="utf-8")
+    predict_files(ner_model, [source], output=tmp_path / "e.jsonl", device="cpu")
+    expected = _jsonl_entities(tmp_path / "e.jsonl")
+    summary = predict_files(ner_model, [source], output_format="pubtator", output=tmp_path / "e.pubtator", device="cpu")
+    text = (tmp_path / "e.pubtator").read_text(encoding="utf-8")
+    assert text.startswith("111|t|Duchenne muscular dystrophy in a boy\n111|a|" + SENTENCE + "\n111\t0\t27\tDuchenne muscular dystrophy\tDisease\t-\n")
+    assert "\n\n222|t|No abstract here.\n222|a|\n" in text
+    documents = pubtator.loads(text)
+    assert [d.pmid for d in documents] == ["111", "222"]  # PubMed XML keeps the PMID as the document id
+    found = [(a.pmid, a.start, a.end, a.text, a.type) for d in documents for a in d.annotations]
+    assert found == expected and summary.predictions == len(expected) >= 3
+    by_id = {d.id: d.text for d in read_documents([source])}
+    for d in documents:
+        assert d.text == by_id[d.pmid]  # title + "\n" + abstract: the offsets are ours
+        assert all(d.text[a.start : a.end] == a.text for a in d.annotations)
+
+
+def test_bioc_xml_read_back_with_bioc(ner_model, tmp_path):
+    import bioc
+
+    source = tmp_path / "baseline.xml"
+    source.write_text(PUBMED, encoding="utf-8")
+    predict_files(ner_model, [source], output=tmp_path / "e.jsonl", device="cpu")
+    expected = _jsonl_entities(tmp_path / "e.jsonl")
+    predict_files(ner_model, [source], output_format="bioc", output=tmp_path / "e.xml", device="cpu")
+    with open(tmp_path / "e.xml", encoding="utf-8") as handle:
+        collection = bioc.biocxml.load(handle)
+    assert collection.source == "bioelectra predict" and [d.id for d in collection.documents] == ["111", "222"]
+    first = collection.documents[0]
+    assert [(p.infons["type"], p.offset) for p in first.passages] == [("title", 0), ("abstract", 37)]
+    found = []
+    for document in collection.documents:
+        for passage in document.passages:
+            for a in passage.annotations:
+                [location] = a.locations
+                assert passage.text[location.offset - passage.offset : location.end - passage.offset] == a.text
+                assert 0.5 < float(a.infons["score"]) <= 1.0
+                found.append((document.id, location.offset, location.end, a.text, a.infons["type"]))
+    assert found == expected
+
+
+def test_cli_pubtator_to_stdout(ner_model, tmp_path):
+    source = tmp_path / "one.txt"
+    source.write_text(SENTENCE + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["predict", "--model", str(ner_model), "--format", "pubtator", "--device", "cpu", str(source)])
+    assert result.exit_code == 0, result.output
+    assert f"{source}:1|t|{SENTENCE}\n{source}:1|a|\n{source}:1\t31\t58\tDuchenne muscular dystrophy\tDisease\t-\n" in result.output
+
+
+# --- worker processes ----------------------------------------------------------------------------------------
+
+
+def test_worker_threads_and_dtype():
+    import torch
+
+    assert [worker_threads(n, cores=2) for n in (1, 2, 3)] == [2, 1, 1]
+    assert worker_threads(2, cores=16) == 8
+    assert inference_dtype(torch.device("cpu")) == torch.float32
+    assert inference_dtype(torch.device("cuda")) == torch.bfloat16  # the choice only: no GPU needed
+
+
+@pytest.mark.slow
+def test_two_workers_write_what_one_writes(ner_model, tmp_path):
+    corpus = _corpus(tmp_path / "corpus.jsonl", 40)
+    one = predict_files(ner_model, [corpus], output=tmp_path / "one.jsonl", device="cpu", chunk_documents=7)
+    two = predict_files(ner_model, [corpus], output=tmp_path / "two.jsonl", device="cpu", chunk_documents=7, num_workers=2)
+    assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+    assert (one.documents, one.predictions) == (two.documents, two.predictions) == (40, one.predictions)
+    assert one.predictions > 40
+
+
+# --- resuming ------------------------------------------------------------------------------------------------
+
+
+class _Killed(Exception):
+    pass
+
+
+def _fail_after(monkeypatch, chunks: int) -> None:
+    """Make predict_files stop, as a kill would, after ``chunks`` chunks were written."""
+    real = files_module.rendered_chunks
+
+    def failing(*args, **kwargs):
+        for i, item in enumerate(real(*args, **kwargs)):
+            if i == chunks:
+                raise _Killed()
+            yield item
+
+    monkeypatch.setattr(files_module, "rendered_chunks", failing)
+
+
+@pytest.mark.parametrize("output_format", ["jsonl", "conll", "pubtator", "bioc"])
+def test_resume_after_a_failure_loses_and_repeats_nothing(ner_model, tmp_path, monkeypatch, output_format):
+    corpus = _corpus(tmp_path / "corpus.jsonl", 20)
+    reference = tmp_path / "reference.out"
+    predict_files(ner_model, [corpus], output_format=output_format, output=reference, device="cpu", chunk_documents=3)
+    out = tmp_path / "run.out"
+    _fail_after(monkeypatch, 3)
+    with pytest.raises(_Killed):
+        predict_files(ner_model, [corpus], output_format=output_format, output=out, device="cpu", chunk_documents=3)
+    monkeypatch.undo()
+    partial, ledger = tmp_path / ".run.out.partial", tmp_path / ".run.out.progress.json"
+    assert not out.exists() and json.loads(ledger.read_text())["documents"] == 9
+    with open(partial, "a", encoding="utf-8") as handle:
+        handle.write('{"document": "doc9", "sta')  # killed in the middle of a line
+    summary = predict_files(ner_model, [corpus], output_format=output_format, output=out, device="cpu", chunk_documents=3)
+    assert (summary.skipped, summary.documents) == (9, 11)
+    if output_format == "bioc":  # the collection's date line may differ; the rest is the same bytes
+        assert out.read_text().split("\n", 3)[3] == reference.read_text().split("\n", 3)[3]
+    else:
+        assert out.read_bytes() == reference.read_bytes()
+    assert not partial.exists() and not ledger.exists()
+
+
+def test_resume_brat_keeps_the_names(ner_model, tmp_path, monkeypatch):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": "same/id" if i % 2 else "same_id", "text": SENTENCE}) + "\n" for i in range(8)))
+    predict_files(ner_model, [corpus], output_format="brat", output=tmp_path / "reference", device="cpu", chunk_documents=3)
+    _fail_after(monkeypatch, 1)
+    with pytest.raises(_Killed):
+        predict_files(ner_model, [corpus], output_format="brat", output=tmp_path / "run", device="cpu", chunk_documents=3)
+    monkeypatch.undo()
+    summary = predict_files(ner_model, [corpus], output_format="brat", output=tmp_path / "run", device="cpu", chunk_documents=3)
+    assert summary.skipped == 3
+    names = sorted(p.name for p in (tmp_path / "reference").iterdir())
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == names and "same_id-8.ann" in names
+    assert all((tmp_path / "run" / n).read_bytes() == (tmp_path / "reference" / n).read_bytes() for n in names)
+
+
+def test_resume_refuses_a_partial_run_of_another_command(ner_model, tmp_path, monkeypatch):
+    corpus = _corpus(tmp_path / "corpus.jsonl", 10)
+    _fail_after(monkeypatch, 1)
+    with pytest.raises(_Killed):
+        predict_files(ner_model, [corpus], output=tmp_path / "run.jsonl", device="cpu", chunk_documents=3)
+    monkeypatch.undo()
+    with pytest.raises(DownstreamError, match=r"a partial run of another command \(max_seq_length: 512 then, 64 now\)"):
+        predict_files(ner_model, [corpus], output=tmp_path / "run.jsonl", device="cpu", chunk_documents=3, max_seq_length=64)
+
+
+KILLED_RUN = """
+import sys, time
+from downstream.predict.files import predict_files
+predict_files(sys.argv[1], [sys.argv[2]], output=sys.argv[3], device="cpu", chunk_documents=5,
+              progress=lambda n: time.sleep(0.2))
+"""
+
+
+@pytest.mark.slow
+def test_kill_at_half_and_restart_with_the_cli(ner_model, tmp_path):
+    corpus = _corpus(tmp_path / "corpus.jsonl", 100)
+    predict_files(ner_model, [corpus], output=tmp_path / "reference.jsonl", device="cpu", chunk_documents=5)
+    out, ledger = tmp_path / "run.jsonl", tmp_path / ".run.jsonl.progress.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen([sys.executable, "-c", KILLED_RUN, str(ner_model), str(corpus), str(out)], cwd=ROOT, env=env)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if ledger.exists() and json.loads(ledger.read_text() or "{}").get("documents", 0) >= 50:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    done = json.loads(ledger.read_text())["documents"]
+    assert 50 <= done < 100 and not out.exists()
+    result = CliRunner().invoke(app, ["predict", "--model", str(ner_model), "--device", "cpu", "-o", str(out), str(corpus)])
+    assert result.exit_code == 0, result.output
+    assert f"resumed: skipped the {done} documents" in " ".join(result.output.split())
+    assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes()
