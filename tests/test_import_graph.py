@@ -128,7 +128,7 @@ def test_nothing_imports_the_commands():
 
 
 #: The task kinds' folders: each holds one kind, which never imports another.
-KIND_PACKAGES = ("downstream.ner", "downstream.relation", "downstream.qa", "downstream.yesno")
+KIND_PACKAGES = ("downstream.ner", "downstream.relation", "downstream.qa", "downstream.yesno", "downstream.glue")
 
 
 def kind_of(module: str) -> str | None:
@@ -147,3 +147,42 @@ def test_a_kind_never_imports_another_and_settings_imports_none():
     assert not crossing, "a task kind imports another: " + ", ".join(sorted(crossing))
     into_kinds = sorted(t for t in graph["downstream.settings"] | graph["downstream.task"] if kind_of(t) or t == "downstream.kinds")
     assert not into_kinds, f"settings.py / task.py import task kinds: {into_kinds}"
+
+
+def kind_comparisons(path: Path, kinds: set[str]) -> list[str]:
+    """``x.kind == "ner"``, ``task != "re"``, ``kind in ("ner", "re")`` ...: comparisons of a name or attribute
+    called ``kind`` / ``task`` with a task kind's name, as ``line: source``."""
+    source = path.read_text(encoding="utf-8")
+    found = []
+    for node in ast.walk(ast.parse(source, filename=str(path))):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        left = node.left  # the kind on the left: ``"qa" in task`` is a test on a task's name, not on a kind
+        named = (isinstance(left, ast.Name) and left.id in ("kind", "task")) or (isinstance(left, ast.Attribute) and left.attr in ("kind", "task"))
+        literals = {e.value for s in sides for e in ([s] if isinstance(s, ast.Constant) else getattr(s, "elts", [])) if isinstance(e, ast.Constant)}
+        if named and literals & kinds:
+            found.append(f"{node.lineno}: {ast.get_source_segment(source, node)}")
+    return found
+
+
+def test_no_branch_on_the_task_kind_outside_the_kinds_folders():
+    """Everything a kind does differently is its Task's (or its folder's): no ``if kind == "ner"`` in the
+    shared code (the one table of kinds, kinds.py, may name them)."""
+    from downstream.kinds import TASKS
+
+    kinds = set(TASKS)
+    assert {"ner", "re", "qa", "yesno", "glue"} <= kinds
+    assert kind_comparisons(Path(__file__), kinds) == []  # the check itself names them only in sets
+    branches = []
+    for module, (path, _) in module_files().items():
+        if kind_of(module) or module == "downstream.kinds":
+            continue
+        branches += [f"{module}:{hit}" for hit in kind_comparisons(path, kinds)]
+    assert not branches, "branches on the task kind outside its folder: " + "; ".join(branches)
+
+
+def test_the_kind_branch_check_finds_one(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text('if spec.task == "ner":\n    pass\nok = kind in ("ner", "re")\nfine = mode == "ner" or "qa" in task\n')
+    assert kind_comparisons(sample, {"ner", "re"}) == ['1: spec.task == "ner"', '3: kind in ("ner", "re")']

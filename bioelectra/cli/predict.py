@@ -75,7 +75,6 @@ def predict(
     except (DownstreamError, ValueError, OSError) as exc:
         _fail(exc)
         return
-    what = "entities" if summary.kind == "ner" else "sentences classified"
     if summary.skipped:
         console.print(f"resumed: skipped the {summary.skipped} documents a killed run of this command had written")
-    console.print(f"[green]{summary.documents} documents, {summary.predictions} {what}:[/] {summary.output}")
+    console.print(f"[green]{summary.documents} documents, {summary.predictions} {summary.predictions_name}:[/] {summary.output}")

@@ -50,6 +50,7 @@ class EntityTagger(Predictor):
     """A token classification (NER) model: :meth:`predict_entities` on whole documents."""
 
     kind = "ner"
+    predictions_name = "entities"
     description = "token classification (NER)"
     renderers = {"jsonl": render_entities_jsonl, "conll": render_conll, "brat": render_brat_ann, "pubtator": render_pubtator,
                  "bioc": render_bioc}  # fmt: skip

@@ -36,9 +36,9 @@ def resolve_device(device: str):
     raise DownstreamError(f"--device {device!r}: expected auto, cpu or cuda")
 
 
-def check_model_dir(model_dir: str | Path) -> str:
-    """The task kind of a saved fine-tuned model: ``"ner"`` (token classification) or ``"re"`` (sequence
-    classification), from its ``config.json``.
+def check_model_dir(model_dir: str | Path, kinds: Iterable[str]) -> str:
+    """The task kind of a saved fine-tuned model, one of ``kinds`` (those with a predictor: ``"ner"``, token
+    classification, and ``"re"``, sequence classification), from its ``config.json``.
 
     Raises:
         DownstreamError: a missing folder, no ``config.json`` or one that does not parse, or an architecture
@@ -60,7 +60,7 @@ def check_model_dir(model_dir: str | Path) -> str:
         raise DownstreamError(f"--model {model_dir}: config.json is not a JSON object ({exc}); expected {expected}") from None
     for arch in architectures:
         for suffix, kind in ARCHITECTURE_KINDS.items():
-            if str(arch).endswith(suffix) and kind in ("ner", "re"):  # predict reads NER and RE models
+            if str(arch).endswith(suffix) and kind in kinds:
                 return kind
     found = f"architectures {architectures}" if architectures else "config.json names no architectures"
     raise DownstreamError(f"--model {model_dir}: not a NER or RE model ({found}); expected {expected}")
@@ -80,6 +80,8 @@ class Predictor:
     """
 
     kind = ""
+    #: What :attr:`PredictSummary.predictions` counts, for the console (``"entities"``).
+    predictions_name: ClassVar[str] = "predictions"
 
     def __init__(self, model_dir: Path, model, tokenizer, labels: list[str], *, device, max_seq_length: int, batch_size: int,
                  untyped_entity: str = UNTYPED_ENTITY):  # fmt: skip

@@ -27,6 +27,7 @@ class PredictSummary:
         predictions: entities found (NER) or sentences classified (RE) by this run.
         output: where the predictions went (a file, a folder, or ``"stdout"``).
         skipped: documents a killed run of the same command had already written (resumed), 0 otherwise.
+        predictions_name: what ``predictions`` counts (``"entities"``, ``"sentences classified"``).
     """
 
     kind: str
@@ -34,6 +35,7 @@ class PredictSummary:
     predictions: int
     output: str
     skipped: int = 0
+    predictions_name: str = "predictions"
 
 
 def run_fingerprint(model_dir: str | Path, sources: Sequence[str | Path], **options) -> dict:
@@ -113,7 +115,7 @@ def predict_files(
         raise DownstreamError(f"--format {output_format!r}: expected one of {', '.join(OUTPUT_FORMATS)}")
     if num_workers < 1:
         raise DownstreamError(f"--num-workers {num_workers}: expected at least 1")
-    kind = check_model_dir(model_dir)
+    kind = check_model_dir(model_dir, PREDICTORS)
     predictor_class = PREDICTORS[kind]
     predictor_class.check_request(model_dir, output_format=output_format, sources=sources, input_format=input_format,
                                   document_per_file=document_per_file)  # fmt: skip
@@ -153,5 +155,5 @@ def predict_files(
     finally:
         sink.close()
     where = "stdout" if output is None else str(output)
-    return PredictSummary(kind, counts["documents"], counts["predictions"], where, skipped)
+    return PredictSummary(kind, counts["documents"], counts["predictions"], where, skipped, predictor_class.predictions_name)
 

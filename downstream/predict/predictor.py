@@ -58,7 +58,7 @@ def load_predictor(
     from downstream.trial.evaluate import model_labels
 
     model_dir = Path(model_dir)
-    predictor_class = PREDICTORS[check_model_dir(model_dir)]
+    predictor_class = PREDICTORS[check_model_dir(model_dir, PREDICTORS)]
     if max_seq_length < 8:
         raise DownstreamError(f"--max-seq-length {max_seq_length}: expected at least 8 sub-tokens")
     if batch_size < 1:

@@ -25,6 +25,7 @@ class RelationClassifier(Predictor):
     """A sequence classification (RE) model: :meth:`classify` on sentences with entity placeholders."""
 
     kind = "re"
+    predictions_name = "sentences classified"
     description = "relation classification"
     renderers = {"jsonl": render_relation_jsonl}
 
