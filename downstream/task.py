@@ -183,6 +183,11 @@ class Task(Protocol):
         """The model card's usage example, labels section, limits and what the scores are."""
         ...
 
+    @classmethod
+    def card_info(cls, labels: list[str]) -> dict[str, str]:
+        """The card's ``pipeline_tag``, ``task_name`` and Hub ``tag`` for a model with ``labels``."""
+        ...
+
     def analysis(self, results: dict[str, EvalResult], info: dict[str, Any]) -> tuple[str, str] | None:
         """The texts of ``classification_report.txt`` and ``errors.txt`` of one trial (``results``: dev and
         test :class:`EvalResult`; ``info``: ``best_epoch``, ``train_loss``, ``dev_loss``), or ``None``."""
@@ -234,6 +239,12 @@ class TaskKind:
     def predicted_classes(self, result: EvalResult) -> list[str] | None:
         """The classes a split's predictions use, one per predicted unit (``None``: not a classification)."""
         return None
+
+    @classmethod
+    def card_info(cls, labels: list[str]) -> dict[str, str]:
+        """The card's ``pipeline_tag``, ``task_name`` and Hub ``tag`` for a model with ``labels`` (default: the
+        kind's ``card``; a kind whose datasets are different tasks, NER's chunking, says so here)."""
+        return cls.card
 
     @staticmethod
     def fingerprint_extras(settings: Any) -> dict[str, Any]:

@@ -128,7 +128,9 @@ def test_finetune_chunking_end_to_end(tmp_path, monkeypatch, tiny_checkpoint):
     assert report["counts"]["dev"]["file"] == report["counts"]["test"]["file"]
     assert {"NP", "VP", "PP"} <= set(report["trials"][0]["test"]["per_type"])  # scored per chunk type
     assert "- Split: dev and test are the same file" in (out / "results.md").read_text()
-    assert "IOB2 chunk tags of CoNLL-2000" in (out / "trial-0" / "model" / "README.md").read_text()
+    card = (out / "trial-0" / "model" / "README.md").read_text()
+    assert "IOB2 chunk tags of CoNLL-2000" in card
+    assert ": chunking fine-tuned from" in card and "name: \"Chunking\"" in card and "named-entity" not in card.lower()
 
 
 def test_real_conll2000_counts(shared_data):

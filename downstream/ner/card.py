@@ -10,6 +10,18 @@ from downstream.ner.types import entity_type_of, has_bare_labels
 
 #: The card's pipeline tag, task name and Hub tag.
 CARD = {"pipeline_tag": "token-classification", "task_name": "Named-entity recognition", "tag": "ner"}
+#: The same for a chunking model (CoNLL-2000's phrase types as its labels).
+CHUNKING_CARD = {"pipeline_tag": "token-classification", "task_name": "Chunking", "tag": "chunking"}
+
+
+def is_chunking(labels: list[str]) -> bool:
+    """Whether ``labels`` are CoNLL-2000 chunk tags (``O`` and ``B-`` / ``I-`` of its phrase types only)."""
+    return bool(labels) and any(label != "O" for label in labels) and all(label == "O" or label[2:] in CHUNK_TYPES for label in labels)
+
+
+def card_info(labels: list[str]) -> dict[str, str]:
+    """:data:`CHUNKING_CARD` for chunk tags, else :data:`CARD`."""
+    return CHUNKING_CARD if is_chunking(labels) else CARD
 
 
 def card_sections(settings: Any, labels: list[str], f1_name: str) -> tuple[str, str, str, str]:
@@ -27,7 +39,7 @@ tagger("The patient was diagnosed with Duchenne muscular dystrophy and later dev
 model was trained on (the other sub-tokens of a word carry no label in training), and a `B-` tag followed by
 `I-` tags of the same type makes one entity. On whole documents, `bioelectra predict --model PATH file.txt`
 splits sentences and long sentences into windows (no text skipped) and writes JSONL, CoNLL or BRAT.'''
-    if labels and all(label == "O" or label[2:] in CHUNK_TYPES for label in labels):
+    if is_chunking(labels):
         return _chunking_sections(usage, labels, settings, f1_name)
     if has_bare_labels(labels):
         usage = (

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from downstream.errors import DownstreamError
 from downstream.ner.analysis import ner_classification_report, ner_errors
-from downstream.ner.card import CARD, card_sections
+from downstream.ner.card import CARD, card_info, card_sections
 from downstream.ner.conll2000 import find_tagging_files, is_conll2000_file, read_tagging_file
 from downstream.ner.data import (
     EncodedSplit,
@@ -77,6 +77,10 @@ class NerTask(ClassifierTask):
     card_metrics: ClassVar[tuple[str, ...]] = ("f1", "precision", "recall")
     card_table_metrics: ClassVar[tuple[str, ...]] = ("precision", "recall", "f1", "accuracy")
     card_sections = staticmethod(card_sections)
+
+    @classmethod
+    def card_info(cls, labels: list[str]) -> dict[str, str]:
+        return card_info(labels)
     own_options = ("iob1_policy",)
     #: Options no other kind takes, with the error shown when another kind is given one.
     exclusive_options: ClassVar[dict[str, str]] = {"entity_type": "--entity-type is for NER data (--loader ner)"}

@@ -97,7 +97,8 @@ def model_card(
     title = dataset_title or dataset
     base = settings.checkpoint_name or settings.checkpoint
     kind_class = task_class(kind)
-    pipeline_tag, task_name, kind_tag = (kind_class.card[key] for key in ("pipeline_tag", "task_name", "tag"))
+    card = kind_class.card_info(list(labels))
+    pipeline_tag, task_name, kind_tag = (card[key] for key in ("pipeline_tag", "task_name", "tag"))
     names, table = kind_class.card_metrics, kind_class.card_table_metrics
     front = {
         "library_name": "transformers",
