@@ -58,7 +58,7 @@ def test_a_collapsed_trial_is_flagged_on_the_console_and_in_results_md(caplog):
     assert "| split | metric | mean | std | min | max | baseline |" in markdown
     assert "**Warning: degenerate predictions.**" in markdown and "trial 0 (seed 42): test: every prediction is '1'" in markdown
     table = format_summary_table(report)
-    assert " base " in table and "degenerate" in table
+    assert " base " in table and "(one class for all: 1)" in table and "degenerate" in table  # GAD: all-positive
 
 
 def test_a_trial_above_the_baseline_is_not_flagged():

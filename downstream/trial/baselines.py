@@ -79,6 +79,13 @@ def warning_lines(trials: list[dict[str, Any]], *, label: str = "trial") -> list
     return lines
 
 
+def baseline_classes(report: dict[str, Any], columns: list[tuple[str, str]]) -> str:
+    """The classes the baseline predicts for every unit in ``columns`` (``(split, metric)``): ``O`` (no
+    entity), ``entailment``, ``1`` ...; ``-`` when none is recorded."""
+    classes = {str(report["baseline"].get(split, {}).get("predictions", {}).get(name)) for split, name in columns}
+    return ", ".join(sorted(c for c in classes if c != "None")) or "-"
+
+
 def baseline_cell(report: dict[str, Any], split: str, metric: str) -> str:
     """The baseline of ``metric`` on ``split`` in percent, ``-`` when there is none."""
     value = (report.get("baseline") or {}).get(split, {}).get("values", {}).get(metric)

@@ -12,7 +12,7 @@ from bioelectra.textio import atomic_write_text
 from downstream.errors import DownstreamError
 from downstream.registry import get_spec
 from downstream.settings import STD_DDOF, FinetuneSettings
-from downstream.trial.baselines import baseline_cell, split_baselines, warning_lines
+from downstream.trial.baselines import baseline_cell, baseline_classes, split_baselines, warning_lines
 
 
 def dataset_title(settings: FinetuneSettings) -> str | None:
@@ -206,7 +206,7 @@ def format_summary_table(report: dict[str, Any]) -> str:
         rows.append(f"{stat:>5} {'':>6} {'':>8} {cells}" + (f"   (ddof={report['std_ddof']})" if stat == "std" else ""))
     if report.get("baseline"):
         cells = " ".join(f"{baseline_cell(report, s, n):>{w}}" for (s, n), w in zip(columns, widths, strict=True))
-        rows.append(f"{'base':>5} {'':>6} {'':>8} {cells}   (one class for all: majority or all-positive)")
+        rows.append(f"{'base':>5} {'':>6} {'':>8} {cells}   (one class for all: {baseline_classes(report, columns)})")
     flagged = sum(bool(t.get("warnings")) for t in report["trials"])
     if flagged:
         rows.append(f"warning: {flagged} of {len(report['trials'])} trial(s) degenerate (one class, or less than a point above the baseline): see results.md")
