@@ -5,6 +5,7 @@ import logging
 
 import pytest
 from conftest import FIXTURES
+from test_bad_input import fails_clearly as fails_clearly_in
 from typer.testing import CliRunner
 
 from bioelectra.cli import app
@@ -15,13 +16,8 @@ runner = CliRunner()
 
 
 def fails_clearly(args, *needles):
-    result = runner.invoke(app, [str(a) for a in args])
-    assert result.exit_code == 2, f"exit {result.exit_code}: {result.output[-1500:]} {result.exception!r}"
-    assert "Traceback" not in result.output
-    text = " ".join(result.output.split())
-    for needle in needles:
-        assert needle in text, text[-1500:]
-    return text
+    """test_bad_input's check (exit 2, no traceback, each needle in the message) on the whole app."""
+    return fails_clearly_in(app, args, *needles)
 
 
 def test_a_metric_another_kind_reports_is_refused_before_any_work(tmp_path, tiny_checkpoint):
