@@ -110,46 +110,89 @@ def test_every_case_is_profiled_and_its_model_flops_divided(bench, tiny):
 
 
 def test_markdown_reads_the_figures_the_targets_and_what_limits_each_case(bench, tmp_path, capsys):
-    """The README's speed table from a GPU-shaped report: same-run ratio, both MFUs, the compiled speed of the
-    same case, each target met or not from the better of eager and compiled, the profile and host waits."""
-    profile = {"steps": 10, "wall_seconds_per_step": 0.02, "device_busy_fraction": 0.41, "kernel_launches_per_step": 1234.0,
+    """The README's speed table from GPU-shaped reports, an eager one and a compiled one merged by case: each
+    loop's steps/s, the fastest loop, its same-run ratio over the naive loop, its sequences/s and MFU, each
+    target met or not by the fastest loop, then what limits each profiled loop (and a compiled loop's time to
+    its first fast step)."""
+    profile = {"steps": 10, "wall_seconds_per_step": 0.02, "device_busy_seconds_per_step": 0.0082,
+               "device_busy_fraction": 0.41, "kernel_launches_per_step": 1234.0,
                "device_seconds_per_step_by_group": {"matmul": 0.004, "attention": 0.002, "optimizer": 0.001}}
     report = {
         "device": "NVIDIA H100 80GB HBM3", "torch": "2.11.0", "measured_bf16_matmul_flops": 7.5e14,
         "cases": [
-            {"size": "small", "seq_len": 128, "batch_size": 128, "speedup": 3.5,
-             "optimized": {"steps_per_second": 30.0, "sequences_per_second": 3840.0, "mfu": 0.05, "mfu_measured": 0.066,
-                           "model_flops_share": {"discriminator": 0.7, "generator vocabulary projection": 0.3}, "profile": profile, "host_syncs": {"host_syncs_per_step": 1.0, "where": {"masking_utils.py:10": 3}}},
-             "naive": {"steps_per_second": 8.57}},
-            {"size": "base", "seq_len": 128, "batch_size": 128, "speedup": 2.0,
-             "optimized": {"steps_per_second": 24.0, "sequences_per_second": 3072.0, "mfu": 0.3}, "naive": {"steps_per_second": 12.0}},
+            {"size": "small", "seq_len": 128, "batch_size": 128,
+             "optimized": {"steps_per_second": 30.0, "sequences_per_second": 3840.0, "mfu_measured": 0.066, "compiled": False,
+                           "step_seconds": 0.0333, "profile": profile, "host_syncs": {"host_syncs_per_step": 1.0, "where": {"masking_utils.py:10": 3}}},
+             "naive": {"steps_per_second": 8.57},
+             "captured": {"steps_per_second": 60.0, "sequences_per_second": 7680.0, "mfu_measured": 0.13, "compiled": False,
+                          "captured": True, "warmup_seconds": 2.2}},
+            {"size": "base", "seq_len": 128, "batch_size": 128,
+             "optimized": {"steps_per_second": 24.0, "sequences_per_second": 3072.0, "compiled": False}, "naive": {"steps_per_second": 12.0}},
             {"size": "base", "seq_len": 512, "batch_size": 32, "optimized": {"steps_per_second": 15.0, "sequences_per_second": 480.0},
              "naive": {"error": "out of memory: CUDA out of memory", "exception": "OutOfMemoryError"}},
             {"size": "recipes/bioelectra-small/hparams.json", "seq_len": 128, "batch_size": 256,
              "optimized": {"error": "RuntimeError: boom", "exception": "RuntimeError"}},
         ],
     }  # fmt: skip
-    compiled = {"cases": [{"size": "small", "seq_len": 128, "batch_size": 128, "speedup_over_eager": 1.4,
-                           "optimized": {"steps_per_second": 42.0, "sequences_per_second": 5376.0}}]}  # fmt: skip
+    compiled = {"cases": [
+        {"size": "small", "seq_len": 128, "batch_size": 128, "optimized": {"steps_per_second": 31.0, "compiled": False},
+         "compiled_captured": {"steps_per_second": 105.0, "sequences_per_second": 13440.0, "mfu_measured": 0.2,
+                               "compiled": True, "captured": True, "warmup_seconds": 61.5, "step_seconds": 0.0095,
+                               "profile": profile, "host_syncs": {"host_syncs_per_step": 0.0, "where": {}}}},
+    ]}  # fmt: skip
     text = bench.markdown(report, compiled)
     for line in (
-        "Device: NVIDIA H100 80GB HBM3, torch 2.11.0; measured bf16 matmul rate: 750 TFLOP/s.",
-        "| ELECTRA-Small | 128 x 128 | 30.00 | 3,840 | 8.57 | x3.50 | 6.6% | 5.0% | 42.0 (x1.40) | >= 35 steps/s on an H100: met |",
-        "| ELECTRA-Base | 128 x 128 | 24.00 | 3,072 | 12.00 | x2.00 | - | 30.0% | - | >= 3,000 sequences/s on an H100: met |",
-        "| ELECTRA-Base | 32 x 512 | 15.00 | 480 | failed: out of memory: CUDA out of memory | - | - | - | - | >= 550 sequences/s on an H100: not met |",
-        "| bioelectra-small | 256 x 128 | failed: RuntimeError: boom |",
-        "- ELECTRA-Small, 128 x 128: device busy 41.0% of a 20.00 ms step, 1,234 kernel launches per step; device time per step: "
-        "matmul 4.00 ms, attention 2.00 ms, optimizer 1.00 ms; model FLOPs: discriminator 70%, generator vocabulary projection 30%; "
+        "Device: NVIDIA H100 80GB HBM3, torch 2.11.0; measured bf16 matmul rate: 750 TFLOP/s. Steps/s per loop:",
+        "| ELECTRA-Small | 128 x 128 | 8.57 | 30.00 | - | 60.00 | 105.00 | compiled + captured | x12.25 | 13,440 | 20.0% "
+        "| >= 100 steps/s on an H100: met |",
+        "| ELECTRA-Base | 128 x 128 | 12.00 | 24.00 | - | - | - | eager step | x2.00 | 3,072 | - | >= 3,000 sequences/s on an H100: met |",
+        "| ELECTRA-Base | 32 x 512 | failed | 15.00 | - | - | - | eager step | - | 480 | - | >= 550 sequences/s on an H100: not met (no compiled + captured figure) |",
+        "| bioelectra-small | 256 x 128 | - | failed | - | - | - | - | - | - | - | - |",
+        "- ELECTRA-Small, 128 x 128, eager step: 33.30 ms per step unprofiled; device busy 8.20 ms per step (41.0% of the "
+        "profiled step), 1,234 kernel launches; by group: matmul 4.00 ms, attention 2.00 ms, optimizer 1.00 ms; "
         "1 host synchronisations per step at masking_utils.py:10 (3).",
+        "- ELECTRA-Small, 128 x 128, compiled + captured: 9.50 ms per step unprofiled; device busy 8.20 ms per step "
+        "(41.0% of the profiled step), 1,234 kernel launches; by group: matmul 4.00 ms, attention 2.00 ms, optimizer "
+        "1.00 ms; 0 host synchronisations per step; 61.5 s to the first fast step.",
     ):  # fmt: skip
         assert line in text, f"{line}\n---\n{text}"
-    assert "ELECTRA-Base, 128 x 128:" not in text  # neither profiled nor counted: no line of guesses
+    assert "ELECTRA-Base, 128 x 128" not in text  # neither profiled nor counted: no line of guesses
+    assert "captured (eager kernels): " not in text  # not profiled: no line
 
     path, compiled_path = tmp_path / "bench.json", tmp_path / "bench-compiled.json"
     path.write_text(json.dumps(report))
     compiled_path.write_text(json.dumps(compiled))
     assert bench.cli(["--markdown", str(path), str(compiled_path)]) == 0  # runs nothing, so nothing fails
     assert capsys.readouterr().out == text
+
+
+def test_the_committed_gpu_reports_read_as_a_table(bench):
+    """bench/results/ keeps the JSON the README's GPU speed table comes from: each report has the bench's
+    format (device, cases with size, seq_len, batch_size, and each loop's steps/s, sequences/s, compiled), and
+    the table printed from them names each case's fastest loop with its figure."""
+    results = REPO_ROOT / "bench" / "results"
+    eager_reports = sorted(results.glob("pretrain-step-*-eager.json"))
+    assert eager_reports, f"no pretrain-step-*-eager.json under {results}"
+    for eager in eager_reports:
+        compiled = eager.with_name(eager.name.replace("-eager", "-compiled"))
+        loaded = [json.loads(p.read_text()) for p in (eager, compiled) if p.is_file()]
+        fastest = {}
+        for report in loaded:
+            assert report["device"] and report["cases"], report
+            for case in report["cases"]:
+                assert {"size", "seq_len", "batch_size"} <= set(case)
+                for name in ("naive", "optimized", "captured", "compiled_captured"):
+                    loop = case.get(name)
+                    if loop is None or "error" in loop:
+                        continue
+                    assert loop["steps_per_second"] > 0 and "compiled" in loop
+                    assert abs(loop["sequences_per_second"] - loop["steps_per_second"] * case["batch_size"]) < 1.0
+                    key = (case["size"], case["seq_len"], case["batch_size"])
+                    fastest[key] = max(fastest.get(key, 0.0), loop["steps_per_second"])
+        text = bench.markdown(*loaded)
+        for (size, seq, batch), rate in fastest.items():
+            row = next(line for line in text.splitlines() if line.startswith(f"| {bench.case_label(size)} | {batch} x {seq} |"))
+            assert f"| {rate:.2f} |" in row, row
 
 
 def test_markdown_names_a_bad_report_file(bench, tmp_path):
