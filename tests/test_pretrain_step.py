@@ -20,7 +20,12 @@ from bioelectra.optimization import (
 )
 from bioelectra.pretraining.jobs import prepare_pretraining, run_pretraining
 from bioelectra.pretraining.settings import resolve_hparams
-from bioelectra.pretraining.step import WholeTrainingStep, load_compile_cache, save_compile_cache
+from bioelectra.pretraining.step import (
+    WholeTrainingStep,
+    load_compile_cache,
+    resolve_train_step,
+    save_compile_cache,
+)
 
 SEQ = 32
 
@@ -211,8 +216,25 @@ def test_whole_step_refuses_accumulation_and_pads_to_one_shape(data_dir, tmp_pat
     assert trainer.data_collator.pad_to_multiple_of == 32
     assert {tuple(b["input_ids"].shape) for b in trainer.get_train_dataloader()} == {(8, 32)}
     assert trainer.args.torch_compile is False  # the whole step compiles itself, not the Trainer's model
-    with pytest.raises(ValueError, match=r"train_step='fused'.*trainer or whole or captured"):
+    with pytest.raises(ValueError, match=r"train_step='fused'.*auto or trainer or whole or captured"):
         resolve_hparams("small", {"train_step": "fused"})
+
+
+def test_train_step_auto_captures_on_one_cuda_device_only(data_dir, tmp_path):
+    """The default ``auto``: ``captured`` on one CUDA device without accumulation, the Trainer's step elsewhere;
+    ``hparams.json`` records the mode chosen, and the run's collator follows it."""
+    assert resolve_hparams("small", {}).train_step == "auto"
+    assert resolve_train_step("auto", cuda=True, processes=1, accumulation_steps=1)[0] == "captured"
+    assert resolve_train_step("auto", cuda=False, processes=1, accumulation_steps=1)[0] == "trainer"
+    assert resolve_train_step("auto", cuda=True, processes=2, accumulation_steps=1)[0] == "trainer"
+    assert resolve_train_step("auto", cuda=True, processes=1, accumulation_steps=4)[0] == "trainer"
+    assert resolve_train_step("whole", cuda=False, processes=1, accumulation_steps=1) == ("whole", "as set")
+    hp = tiny_hparams()
+    hp.pop("train_step", None)
+    trainer, _ = prepare_pretraining(data_dir=data_dir, output_dir=tmp_path / "cpu", hparams=hp)
+    recorded = json.loads((tmp_path / "cpu" / "hparams.json").read_text())
+    assert recorded["train_step"] == "trainer"  # this CPU: nothing to capture
+    assert trainer.hparams.train_step == "trainer"  # the Trainer step the run builds its optimizer for
 
 
 def test_compile_cache_round_trip(tmp_path, caplog):

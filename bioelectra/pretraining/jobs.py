@@ -47,6 +47,7 @@ from bioelectra.pretraining.settings import (
     sharded_training_request,
     world_size,
 )
+from bioelectra.pretraining.step import resolve_train_step
 from bioelectra.pretraining.trainer import ElectraPretrainer, _use_bf16, training_arguments
 from bioelectra.reporting import tensorboard_dir
 
@@ -215,10 +216,18 @@ def _check_train_step(hp: PretrainingHparams) -> None:
     """``train_step`` ``whole`` / ``captured``: one process, no accumulation, and (compiled or captured) every
     batch padded to ``max_seq_length``, one shape for the whole run.
 
+    ``auto`` is made concrete first (:func:`~bioelectra.pretraining.step.resolve_train_step`) and logged.
+
     Raises:
         ValueError: several processes or gradient accumulation steps (the whole step neither all-reduces nor
             accumulates gradients).
     """
+    if hp.train_step == "auto":
+        hp.train_step, why = resolve_train_step(
+            "auto", cuda=torch.cuda.is_available(), processes=world_size(),
+            accumulation_steps=hp.gradient_accumulation_steps,
+        )  # fmt: skip
+        logger.info("train_step auto: %s (%s)", hp.train_step, why)
     if hp.train_step == "trainer":
         return
     if world_size() > 1 or hp.gradient_accumulation_steps > 1:

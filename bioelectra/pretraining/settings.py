@@ -91,13 +91,14 @@ class PretrainingHparams:
             graph; ``pad_to_multiple_of`` = ``max_seq_length`` gives every batch one shape, so it compiles once.
             With ``train_step`` ``whole`` or ``captured``: the whole step's forward pass and update, each with
             ``fullgraph=True``.
-        train_step (`str`, "trainer"): how a training step runs (:mod:`bioelectra.pretraining.step`):
+        train_step (`str`, "auto"): how a training step runs (:mod:`bioelectra.pretraining.step`):
             ``trainer``, the Trainer's own (forward, ``backward``, clip and ``optimizer.step()`` one kernel at
             a time from Python); ``whole``, the same arithmetic as one function of ours, without host
             synchronisation (compiled with ``torch_compile``); ``captured``, the whole step recorded once as a
-            CUDA graph and replayed (on a CUDA device; elsewhere it runs as ``whole``). ``whole`` and
-            ``captured`` pad every batch to ``max_seq_length`` and need one process without gradient
-            accumulation. Not in the original.
+            CUDA graph and replayed (on a CUDA device; elsewhere it runs as ``whole``); ``auto``, ``captured``
+            on one CUDA device without gradient accumulation and ``trainer`` otherwise (``hparams.json``
+            records the mode chosen). ``whole`` and ``captured`` pad every batch to ``max_seq_length`` and need
+            one process without gradient accumulation. Not in the original.
         compile_cache (`str`, ""): a file of ``torch.compile``'s cache artifacts: loaded before the first
             compilation when it exists, written after the first compiled step, so a later run on the same
             software and device compiles from it. "": none.
@@ -154,7 +155,7 @@ class PretrainingHparams:
     precision: str = "auto"
     attn_implementation: str = "sdpa"
     torch_compile: bool = False
-    train_step: str = "trainer"
+    train_step: str = "auto"
     compile_cache: str = ""
     pad_to_multiple_of: int = 0
     dataloader_num_workers: int = 0
