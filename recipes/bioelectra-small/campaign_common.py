@@ -20,6 +20,24 @@ HERE = Path(__file__).resolve().parent
 
 REPO = HERE.parent.parent
 
+#: torch.compile's cache artifacts of the recipe's whole training step, written by ``step-bench`` on a lent H200
+#: (torch 2.11.0+cu130, 2026-11-27; RUNBOOK.md, "The fifth loan"), xz-compressed. ``train`` and ``step-bench``
+#: load it before compiling, so a loan compiles from it; another torch or device ignores it (logged).
+COMPILE_CACHE = HERE / "compile-cache.bin.xz"
+
+
+def unpack_compile_cache(carried: Path | None, work: Path) -> Path:
+    """``<work>/compile-cache.bin``, the raw artifacts ``compile_cache`` reads, from ``carried`` (xz or raw) when it
+    exists and the work folder has none yet (a run writes its own there after compiling)."""
+    import lzma
+
+    target = work / "compile-cache.bin"
+    if carried is not None and Path(carried).is_file() and not target.is_file():
+        data = Path(carried).read_bytes()
+        target.write_bytes(lzma.decompress(data) if str(carried).endswith(".xz") else data)
+        log(f"compile cache: {carried} -> {target} ({target.stat().st_size:,} bytes)")
+    return target
+
 DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus"
 
 DEFAULT_NER = REPO.parent / "shared" / "data" / "ner"

@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from campaign_common import REPO, log, read_json, recipe_case, use_site, write_json
+from campaign_common import COMPILE_CACHE, REPO, log, read_json, recipe_case, use_site, write_json
 from campaign_train import FALLBACK_MIN_SECONDS, cmd_data, cmd_train
 
 #: The parts of ``step-bench`` in the order they run.
@@ -211,8 +211,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """``step-bench``'s options (the stage's ``--work``, ``--out``, ``--hparams`` come from ``campaign.py``)."""
     p.add_argument("--budget-seconds", type=float, default=540.0, help="the call's seconds for all the parts")
     p.add_argument("--only", nargs="*", choices=PARTS, default=None, help="run these parts only (in their order)")
-    p.add_argument("--compile-cache", type=Path, default=None,
-                   help="a compile-cache.bin.xz an earlier call brought back (carried): loaded before compiling")  # fmt: skip
+    p.add_argument("--compile-cache", type=Path, default=COMPILE_CACHE,
+                   help="a compile-cache.bin.xz an earlier call brought back (carried; default: the recipe's): "
+                   "loaded before compiling")  # fmt: skip
     p.add_argument("--cases-eager", default=None, help="the eager part's cases (default: eager_cases)")
     p.add_argument("--cases-compiled", default=None, help="the compiled part's cases (default: compiled_cases)")
     p.add_argument("--cases-loss", default="small:128:128")

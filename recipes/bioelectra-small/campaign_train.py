@@ -22,6 +22,7 @@ from campaign_common import (
     read_json,
     recipe_case,
     run,
+    unpack_compile_cache,
     use_site,
     write_json,
 )
@@ -98,6 +99,7 @@ def train_hparams(args) -> dict:
         plan = f"the schedule fitted to {args.minutes} min at the run's measured speed (max_steps {FITTED_MAX_STEPS:,} a bound)"
     if compiled:
         hp["torch_compile"] = True
+        hp["compile_cache"] = str(unpack_compile_cache(getattr(args, "compile_cache", None), args.work))
         length = hp.get("max_seq_length") or read_json(args.work / "data" / "build_info.json", {}).get("max_seq_length")
         if length:
             hp["pad_to_multiple_of"] = int(length)
