@@ -942,3 +942,25 @@ def test_the_recipe_compile_cache_unpacks_once_into_the_work_folder(tmp_path):
     assert c.unpack_compile_cache(raw, other).read_bytes() == b"raw artifacts"
     assert not c.unpack_compile_cache(tmp_path / "absent.xz", tmp_path).is_file()
     assert c.COMPILE_CACHE.is_file() and len(lzma.decompress(c.COMPILE_CACHE.read_bytes())) > 10_000_000
+
+
+def test_a_continuation_of_the_shipped_model_reads_its_weights_from_the_checkout(tmp_path):
+    """`pack --init-from` the shipped model writes only a note into pack 1 (the weights travel with the checkout
+    already); `setup` of that pack copies the shipped discriminator and the generator kept beside the recipe
+    into `init-from/`, which `pretrain train --init-from` loads."""
+    c = load_campaign()
+    pack = tmp_path / "pack-1"
+    pack.mkdir()
+    (pack / c.SHIPPED_INIT_MARKER).write_text(json.dumps({"parts": ["discriminator", "generator"]}))
+    work = tmp_path / "work"
+    campaign("setup", "--work", work, "--out", tmp_path / "out", "--pack", pack, "--skip-wheels")
+    disc = work / "init-from" / "discriminator"
+    assert (disc / "model.safetensors").read_bytes() == (c.SHIPPED / "model.safetensors").read_bytes()
+    assert (disc / "vocab.txt").read_text() == (c.SHIPPED / "vocab.txt").read_text()
+    assert not (disc / "README.md").exists()  # the model card stays in the package
+    if (c.SHIPPED_GENERATOR / "config.json").is_file():
+        gen = work / "init-from" / "generator"
+        assert (gen / "model.safetensors").read_bytes() == (c.SHIPPED_GENERATOR / "model.safetensors").read_bytes()
+    assert c.shipped_init_from(tmp_path / "again") == [
+        name for name, d in (("discriminator", c.SHIPPED), ("generator", c.SHIPPED_GENERATOR)) if (d / "config.json").is_file()
+    ]

@@ -65,6 +65,7 @@ from campaign_common import (  # noqa: E402, F401
     REPO,
     SHIPPED,
     SHIPPED_GENERATOR,
+    SHIPPED_INIT_MARKER,
     _case_size,
     _same_case,
     log,
@@ -72,6 +73,7 @@ from campaign_common import (  # noqa: E402, F401
     read_json,
     recipe_case,
     run,
+    shipped_init_from,
     unpack_compile_cache,
     use_site,
     write_json,
@@ -174,6 +176,8 @@ def cmd_setup(args) -> None:
         for name in ("vocab", "init-from"):
             if (pack / name).is_dir():
                 shutil.copytree(pack / name, work / name, dirs_exist_ok=True)
+        if (pack / SHIPPED_INIT_MARKER).is_file():
+            log(f"init-from: {', '.join(shipped_init_from(work))} of the checkout's shipped model")
         if (pack / "ner.tar.xz").is_file():
             with tarfile.open(pack / "ner.tar.xz") as tar:
                 tar.extractall(work / "ner", filter="data")

@@ -49,6 +49,26 @@ HPARAMS = HERE / "hparams.json"
 SHIPPED = REPO / "bioelectra" / "assets" / "models" / "bioelectra-small"
 SHIPPED_GENERATOR = HERE / "generator"
 
+#: Pack 1's note that the run continues the checkout's shipped model (``pack --init-from`` it): ``setup`` then
+#: copies :data:`SHIPPED` and :data:`SHIPPED_GENERATOR` into ``init-from/`` on the device.
+SHIPPED_INIT_MARKER = "init-from-shipped.json"
+
+
+def shipped_init_from(work: Path) -> list[str]:
+    """``<work>/init-from/`` from the checkout's shipped discriminator and, where ``ship`` kept it, its generator
+    (float16; ``pretrain train --init-from`` loads any dtype as float32). Returns the parts copied."""
+    import shutil
+
+    parts = [("discriminator", SHIPPED), ("generator", SHIPPED_GENERATOR)]
+    copied = []
+    for name, source in parts:
+        if (source / "config.json").is_file():
+            dest = work / "init-from" / name
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.copytree(source, dest, ignore=shutil.ignore_patterns("README.md"))
+            copied.append(name)
+    return copied
+
 #: Pack order: abstracts first (the text closest to the benchmarks), so a campaign that gets only pack 1
 #: onto the device still trains on them.
 SOURCE_ORDER = (

@@ -19,6 +19,7 @@ from campaign_common import (  # noqa: E402
     REPO,
     SHIPPED,
     SHIPPED_GENERATOR,
+    SHIPPED_INIT_MARKER,
     SOURCE_ONLY_WHEELS,
     SOURCE_ORDER,
     WHEELS,
@@ -225,7 +226,15 @@ def cmd_pack(args) -> None:
              "--python-version", "3.12", "--implementation", "cp", *platforms, "-d", wheels, *WHEELS])  # fmt: skip
         run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", wheels, *SOURCE_ONLY_WHEELS])
         pack1_extra.append(wheels)
-    if args.init_from:
+    if args.init_from and args.init_from.resolve() == SHIPPED.resolve() and args.init_generator is None:
+        # the shipped discriminator and the generator kept beside the recipe travel with the checkout: pack 1
+        # names them (setup copies them into init-from/ there) rather than carrying them a second time
+        marker = stage1 / SHIPPED_INIT_MARKER
+        parts = ["discriminator", *(["generator"] if (SHIPPED_GENERATOR / "config.json").is_file() else [])]
+        marker.write_text(json.dumps({"discriminator": str(SHIPPED.relative_to(REPO)), "parts": parts}) + "\n")
+        log(f"init-from: {', '.join(parts)} (the checkout's shipped model, not copied into pack 1)")
+        pack1_extra.append(marker)
+    elif args.init_from:
         generator = args.init_generator
         if generator is None and args.init_from.resolve() == SHIPPED.resolve():
             generator = SHIPPED_GENERATOR
