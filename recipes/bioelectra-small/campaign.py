@@ -423,8 +423,7 @@ def make_parser() -> argparse.ArgumentParser:
                    help="torch.compile the run; auto: when bench-compiled.json shows the gain below")  # fmt: skip
     p.add_argument("--compile-min-speedup", type=float, default=1.2)
     p.add_argument("--init-from-warmup", type=int, default=500, help="warmup steps when continuing from init-from/")
-    p.add_argument("--compile-cache", type=Path, default=COMPILE_CACHE,
-                   help="torch.compile's cache artifacts (xz or raw) loaded by a compiled run (default: the recipe's)")  # fmt: skip
+    p.add_argument("--compile-cache", type=Path, default=COMPILE_CACHE, help="torch.compile's cache (xz or raw) for a compiled run")
     p.add_argument("--set", nargs=2, action="append", metavar=("KEY", "JSON"), help="override one hparam")
     p.add_argument("--foreground", action="store_true")
     p.add_argument("--check-seconds", type=float, default=60.0, help="wait this long, then show the first logs")
