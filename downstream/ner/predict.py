@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from downstream.errors import DownstreamError
-from downstream.predict.base import Predictor, _as_documents
+from downstream.predict.base import Predictor, _as_documents, chunked
 from downstream.predict.formats import Document
 from downstream.predict.results import DocumentEntities, Entity, TaggedSentence, TaggedWord, decode_entities
 from downstream.predict.sentences import split_sentences
@@ -89,15 +89,7 @@ class EntityTagger(Predictor):
             documents: :class:`~downstream.predict.formats.Document` objects, or strings (ids ``"0"``, ``"1"`` ...).
             progress: called with the number of documents finished after each chunk.
         """
-        chunk: list[Document] = []
-        for document in _as_documents(documents):
-            chunk.append(document)
-            if len(chunk) >= self.chunk_documents:
-                yield from self._tag_chunk(chunk)
-                if progress is not None:
-                    progress(len(chunk))
-                chunk = []
-        if chunk:
+        for chunk in chunked(_as_documents(documents), self.chunk_documents):
             yield from self._tag_chunk(chunk)
             if progress is not None:
                 progress(len(chunk))

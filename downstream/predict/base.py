@@ -164,6 +164,18 @@ def inference_dtype(device):
     return torch.bfloat16 if getattr(device, "type", str(device)) == "cuda" else torch.float32
 
 
+def chunked(documents: Iterable[Document], size: int) -> Iterator[list[Document]]:
+    """``documents`` in lists of ``size`` (the last one shorter)."""
+    chunk: list[Document] = []
+    for document in documents:
+        chunk.append(document)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def _as_documents(items: Iterable[Document | str]) -> Iterator[Document]:
     for index, item in enumerate(items):
         yield item if isinstance(item, Document) else Document(str(index), item)

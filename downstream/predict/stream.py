@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from downstream.predict.base import chunked
 from downstream.predict.formats import Document
 
 
@@ -44,18 +45,6 @@ def available_cores() -> int:
 def worker_threads(num_workers: int, cores: int | None = None) -> int:
     """``torch`` threads per worker: ``cores // num_workers``, at least 1."""
     return max(1, (cores or available_cores()) // max(1, num_workers))
-
-
-def chunked(documents: Iterable[Document], size: int) -> Iterator[list[Document]]:
-    """``documents`` in lists of ``size`` (the last one shorter)."""
-    chunk: list[Document] = []
-    for document in documents:
-        chunk.append(document)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 def render_chunk(predictor, chunk: list[Document], output_format: str) -> list[tuple[str, int]]:

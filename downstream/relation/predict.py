@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from downstream.errors import DownstreamError
-from downstream.predict.base import Predictor, _as_documents
+from downstream.predict.base import Predictor, _as_documents, chunked
 from downstream.predict.formats import Document, input_format_for
 from downstream.predict.results import RelationPrediction
 from downstream.predict.writers import render_relation_jsonl
@@ -75,15 +75,7 @@ class RelationClassifier(Predictor):
             sentences: :class:`~downstream.predict.formats.Document` objects or strings.
             progress: called with the number of sentences finished after each chunk.
         """
-        chunk: list[Document] = []
-        for sentence in _as_documents(sentences):
-            chunk.append(sentence)
-            if len(chunk) >= self.chunk_sentences:
-                yield from self._classify_chunk(chunk)
-                if progress is not None:
-                    progress(len(chunk))
-                chunk = []
-        if chunk:
+        for chunk in chunked(_as_documents(sentences), self.chunk_sentences):
             yield from self._classify_chunk(chunk)
             if progress is not None:
                 progress(len(chunk))
