@@ -25,13 +25,16 @@ REPO = HERE.parent.parent
 #: load it before compiling, so a loan compiles from it; another torch or device ignores it (logged).
 COMPILE_CACHE = HERE / "compile-cache.bin.xz"
 
+#: The raw artifacts' name in a work folder (``compile_cache`` reads it; a run writes its own there).
+CACHE_NAME = "compile-cache.bin"
+
 
 def unpack_compile_cache(carried: Path | None, work: Path) -> Path:
     """``<work>/compile-cache.bin``, the raw artifacts ``compile_cache`` reads, from ``carried`` (xz or raw) when it
     exists and the work folder has none yet (a run writes its own there after compiling)."""
     import lzma
 
-    target = work / "compile-cache.bin"
+    target = work / CACHE_NAME
     if carried is not None and Path(carried).is_file() and not target.is_file():
         data = Path(carried).read_bytes()
         target.write_bytes(lzma.decompress(data) if str(carried).endswith(".xz") else data)

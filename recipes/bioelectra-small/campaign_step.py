@@ -31,7 +31,17 @@ import sys
 import time
 from pathlib import Path
 
-from campaign_common import COMPILE_CACHE, REPO, log, read_json, recipe_case, use_site, write_json
+from campaign_common import (
+    CACHE_NAME,
+    COMPILE_CACHE,
+    REPO,
+    log,
+    read_json,
+    recipe_case,
+    unpack_compile_cache,
+    use_site,
+    write_json,
+)
 from campaign_train import FALLBACK_MIN_SECONDS, cmd_data, cmd_train
 
 #: The parts of ``step-bench`` in the order they run.
@@ -46,8 +56,6 @@ MIN_PART_SECONDS = 30.0
 #: ``pretrain train`` of the captured step compiles only when the compiled bench showed it at least this much
 #: faster than the captured eager kernels on the recipe's model.
 COMPILE_MIN_SPEEDUP = 1.1
-
-CACHE_NAME = "compile-cache.bin"
 
 
 def eager_cases(hparams: Path) -> str:
@@ -131,9 +139,8 @@ def cmd_step_bench(args) -> None:
     parts = [p for p in PARTS if not args.only or p in args.only]
     started = time.monotonic()
     record: dict = {"budget_seconds": args.budget_seconds, "parts": {}}
-    cache = args.work / CACHE_NAME
+    cache = unpack_compile_cache(args.compile_cache, args.work)
     if args.compile_cache is not None and args.compile_cache.is_file():
-        cache.write_bytes(lzma.decompress(args.compile_cache.read_bytes()))
         record["compile_cache_carried"] = {"file": str(args.compile_cache), "bytes": cache.stat().st_size}
 
     def left() -> float:
