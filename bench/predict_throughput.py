@@ -13,7 +13,9 @@ joined by spaces). Each measured run is a subprocess of its own, so that its pea
 
 Prints one JSON object: per run ``documents_per_second`` and ``entities_per_second`` (over the whole command:
 model loading and worker start included; ``*_after_load`` excludes loading), ``seconds``, ``peak_rss_mb``
-(the process tree's resident memory, sampled every 50 ms: a parent and its workers together) and, per corpus
+(the process tree's resident memory, sampled every 50 ms: a parent and its workers together), ``cpu_seconds``
+and ``cores_busy`` (the run's CPU time, workers included, per second of wall time: what a second worker can
+add is at most ``ceiling_2_workers_vs_1``, the cores over one worker's ``cores_busy``) and, per corpus
 size, ``documents_differing``: documents whose entities ``(start, end, type)`` differ between ``predict``
 (one worker) and the pipeline's best batch size, with a few examples. The machine, its cores and the load
 average before each run are in the JSON: these CPUs are shared.
@@ -124,7 +126,11 @@ def tree_rss_mb(pid: int) -> float:
 
 def measure(argv: list[str]) -> dict:
     """Run this script with ``argv`` in a subprocess; its JSON plus the sampled peak RSS of its process tree."""
+    import resource
+
     load = os.getloadavg()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = time.perf_counter()
     process = subprocess.Popen([sys.executable, __file__, *argv], stdout=subprocess.PIPE, cwd=REPO,
                                env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})  # fmt: skip
     peak = [0.0]
@@ -138,6 +144,9 @@ def measure(argv: list[str]) -> dict:
     sampler.start()
     out, _ = process.communicate()
     sampler.join()
+    wall = time.perf_counter() - wall
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the run and its reaped workers
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if process.returncode != 0:
         raise SystemExit(f"{argv}: exit {process.returncode}")
     result = json.loads(out.decode().strip().splitlines()[-1])
@@ -148,6 +157,8 @@ def measure(argv: list[str]) -> dict:
         result["documents_per_second_after_load"] = round(result["documents"] / after, 2)
     result["seconds"] = round(result["seconds"], 2)
     result["peak_rss_mb"] = round(peak[0], 1)
+    result["cpu_seconds"] = round(cpu, 2)
+    result["cores_busy"] = round(cpu / wall, 2)  # CPU seconds per wall second over the whole subprocess
     result["load_average_before"] = [round(x, 2) for x in load]
     return result
 
@@ -218,9 +229,11 @@ def main() -> None:
                 size.update(compare(workdir / f"predict-{n}-w1.jsonl", workdir / f"pipeline-{n}-b{best}.jsonl", corpus))
                 base = size[f"pipeline_batch_{best}"]["documents_per_second"]
                 size["speedup_1_worker_vs_pipeline"] = round(size["predict_workers_1"]["documents_per_second"] / base, 2)
-            if {1, 2} <= set(args.workers):
-                size["speedup_2_workers_vs_1"] = round(size["predict_workers_2"]["documents_per_second"]
-                                                      / size["predict_workers_1"]["documents_per_second"], 2)  # fmt: skip
+        if {1, 2} <= set(args.workers):
+            size["speedup_2_workers_vs_1"] = round(size["predict_workers_2"]["documents_per_second"]
+                                                  / size["predict_workers_1"]["documents_per_second"], 2)  # fmt: skip
+            # what two workers could add at most: the cores one worker leaves idle
+            size["ceiling_2_workers_vs_1"] = round(min(2, os.cpu_count() or 1) / size["predict_workers_1"]["cores_busy"], 2)
         report["sizes"][str(n)] = size
     sizes = [str(n) for n in args.documents]
     if len(sizes) > 1 and "predict_workers_1" in report["sizes"][sizes[0]]:

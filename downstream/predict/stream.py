@@ -53,6 +53,34 @@ def render_chunk(predictor, chunk: list[Document], output_format: str) -> list[t
     return [(predictor.render(p, output_format), predictor.count(p)) for p in predictor.predict(chunk)]
 
 
+#: glibc's ``M_MMAP_THRESHOLD`` for a predicting process: blocks of at least this many bytes are mapped when
+#: allocated and unmapped when freed (:func:`limit_heap_growth`).
+MMAP_THRESHOLD_BYTES = 1 << 20
+
+
+def limit_heap_growth(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
+    """Fix glibc's mmap threshold at ``threshold`` bytes (``mallopt(M_MMAP_THRESHOLD, threshold)``), so that
+    the large tensors of a forward pass go back to the system when freed. Returns False where there is no
+    glibc (macOS, Windows, musl: nothing is changed).
+
+    Why: batches sorted by length give each forward pass tensors of another shape. glibc raises its mmap
+    threshold to the largest block freed (up to 32 MB) and keeps such blocks in its heap for reuse, so the
+    resident memory of ``predict`` crept up with the corpus: 751 MB after 1,000 OHSUMED abstracts, 1,053 MB
+    after 10,000 (``bench/results/predict-2core-cpu-2026-11-27-*.json``), and 404 to 1,291 MB over 1,500
+    forward passes of random shapes. A fixed threshold also turns glibc's dynamic adjustment off."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(M_MMAP_THRESHOLD, int(threshold)))
+
+
+M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+
+
 _WORKER_PREDICTOR = None
 
 
@@ -60,6 +88,7 @@ def _start_worker(spec: PredictorSpec, threads: int) -> None:
     import torch
 
     torch.set_num_threads(threads)
+    limit_heap_growth()
     global _WORKER_PREDICTOR
     _WORKER_PREDICTOR = spec.load()
 
@@ -87,6 +116,7 @@ def rendered_chunks(
             starts that many worker processes.
         chunk_documents: documents per chunk (the unit of work, of writing and of resuming).
     """
+    limit_heap_growth()  # this process's (the predictor, or the workers' results and the documents)
     if num_workers <= 1:
         predictor = predictor if predictor is not None else spec.load()
         for chunk in chunked(documents, chunk_documents):
