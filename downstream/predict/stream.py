@@ -57,6 +57,8 @@ def render_chunk(predictor, chunk: list[Document], output_format: str) -> list[t
 #: allocated and unmapped when freed (:func:`limit_heap_growth`).
 MMAP_THRESHOLD_BYTES = 4 << 20
 
+M_MMAP_THRESHOLD = -3  # mallopt's parameter number in glibc's malloc.h
+
 
 def limit_heap_growth(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
     """Fix glibc's mmap threshold at ``threshold`` bytes (``mallopt(M_MMAP_THRESHOLD, threshold)``), so that
@@ -80,8 +82,6 @@ def limit_heap_growth(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, int(threshold)))
 
-
-M_MMAP_THRESHOLD = -3  # glibc's malloc.h
 
 
 _WORKER_PREDICTOR = None
