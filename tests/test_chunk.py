@@ -127,7 +127,9 @@ def test_finetune_chunking_end_to_end(tmp_path, monkeypatch, tiny_checkpoint):
     assert "the same file, test.txt" in report["split"]["dev"] and "dev scores are test scores" in report["split"]["dev"]
     assert report["counts"]["dev"]["file"] == report["counts"]["test"]["file"]
     assert {"NP", "VP", "PP"} <= set(report["trials"][0]["test"]["per_type"])  # scored per chunk type
-    assert "- Split: dev and test are the same file" in (out / "results.md").read_text()
+    markdown = (out / "results.md").read_text()
+    assert "- Split: dev and test are the same file" in markdown
+    assert markdown.startswith("# chunk: Chunking fine-tuning, 1 trial(s)") and "NER" not in markdown.splitlines()[0]
     card = (out / "trial-0" / "model" / "README.md").read_text()
     assert "IOB2 chunk tags of CoNLL-2000" in card
     assert ": chunking fine-tuned from" in card and "name: \"Chunking\"" in card and "named-entity" not in card.lower()

@@ -260,6 +260,7 @@ class NerTask(ClassifierTask):
             extras = {}
         if self.chunking:
             extras["format"] = "CoNLL-2000 chunking (word POS chunk-tag; phrases scored per chunk type)"
+            extras["task_title"] = "Chunking"
         if self.split_notes:
             extras["split"] = self.split_notes
         return extras

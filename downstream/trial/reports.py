@@ -142,10 +142,16 @@ def checkpoint_dropout(settings: FinetuneSettings) -> dict[str, Any]:
     return {k: values.get(k) for k in keys}
 
 
+def task_title(report: dict[str, Any]) -> str:
+    """The headline's name of the task: the kind's ``task_title`` extra (``Chunking`` for CoNLL-2000 chunk
+    tags, which are read by the NER kind), else the kind's name in capitals (``NER``, ``GLUE``)."""
+    return report.get("task_title") or report["task"].upper()
+
+
 def format_markdown(report: dict[str, Any]) -> str:
     """``results.md``: per-trial dev/test entity-level P/R/F1 (percent) and the mean ± std over trials."""
     lines = [
-        f"# {report['dataset']}: {report['task'].upper()} fine-tuning, {report['num_trials']} trial(s)",
+        f"# {report['dataset']}: {task_title(report)} fine-tuning, {report['num_trials']} trial(s)",
         "",
         f"Checkpoint `{report['checkpoint']}`. Metrics in percent; {report.get('metric_mode') or ''}. "
         f"Std is the sample standard deviation (ddof={report['std_ddof']}).",
@@ -216,7 +222,7 @@ def format_summary_table(report: dict[str, Any]) -> str:
 def format_folds_markdown(report: dict[str, Any]) -> str:
     """``results.md`` of a cross-validation run: one row per fold (mean over its trials), then mean ± std."""
     lines = [
-        f"# {report['dataset']}: {report['task'].upper()} fine-tuning, {len(report['folds'])} folds x "
+        f"# {report['dataset']}: {task_title(report)} fine-tuning, {len(report['folds'])} folds x "
         f"{report['num_trials_per_fold']} trial(s)",
         "",
         f"Checkpoint `{report['checkpoint']}`. Metrics in percent; {report.get('metric_mode') or ''}. "
