@@ -204,7 +204,9 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     import torch
 
-    report = {"machine": platform.processor() or platform.machine(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+    from downstream.predict.stream import available_cores
+
+    report = {"machine": platform.processor() or platform.machine(), "cores": available_cores(), "torch_threads": torch.get_num_threads(),
               "model": str(args.model), "batch_size": args.batch_size, "sizes": {}}  # fmt: skip
     for n in args.documents:
         corpus = workdir / f"corpus-{n}.jsonl"
@@ -233,7 +235,7 @@ def main() -> None:
             size["speedup_2_workers_vs_1"] = round(size["predict_workers_2"]["documents_per_second"]
                                                   / size["predict_workers_1"]["documents_per_second"], 2)  # fmt: skip
             # what two workers could add at most: the cores one worker leaves idle
-            size["ceiling_2_workers_vs_1"] = round(min(2, os.cpu_count() or 1) / size["predict_workers_1"]["cores_busy"], 2)
+            size["ceiling_2_workers_vs_1"] = round(min(2, available_cores()) / size["predict_workers_1"]["cores_busy"], 2)
         report["sizes"][str(n)] = size
     sizes = [str(n) for n in args.documents]
     if len(sizes) > 1 and "predict_workers_1" in report["sizes"][sizes[0]]:

@@ -83,7 +83,6 @@ def limit_heap_growth(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
     return bool(mallopt(M_MMAP_THRESHOLD, int(threshold)))
 
 
-
 _WORKER_PREDICTOR = None
 
 
