@@ -63,16 +63,18 @@ def loop_optimizer(
     fused_adamw: bool,
     whole: str | None,
     use_bf16: bool,
+    compile_scope: str = "step",
 ) -> tuple[torch.optim.Optimizer, WholeTrainingStep | None]:
     """``(optimizer, whole step or None)`` of a :func:`run_loop`: the whole step's :class:`UpdatedInStepAdamW`,
-    torch's fused AdamW (``fused_adamw`` on CUDA), or ELECTRA's AdamW (foreach kernels when ``optimized``)."""
+    torch's fused AdamW (``fused_adamw`` on CUDA), or ELECTRA's AdamW (foreach kernels when ``optimized``).
+    ``compile_scope``: the whole step's (:data:`bioelectra.pretraining.step.COMPILE_SCOPES`)."""
     groups = decay_parameter_groups(model, weight_decay=0.01)
     whole_step = None
     if whole is not None:
         optimizer = UpdatedInStepAdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01)
         whole_step = WholeTrainingStep(
             model, optimizer, max_grad_norm=1.0, bf16=use_bf16, compile=compile_model,
-            capture=whole == "captured" and device.type == "cuda",
+            capture=whole == "captured" and device.type == "cuda", compile_scope=compile_scope,
         )  # fmt: skip
     elif optimized and fused_adamw and device.type == "cuda":  # bias-corrected: not the original's update
         optimizer = torch.optim.AdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01, fused=True)

@@ -74,7 +74,12 @@ from bioelectra.configuration import ElectraPretrainingConfig  # noqa: E402
 from bioelectra.masking import max_predictions_per_seq  # noqa: E402
 from bioelectra.modeling import ElectraPretrainingModel  # noqa: E402
 from bioelectra.optimization import electra_lr_scheduler  # noqa: E402
-from bioelectra.pretraining.step import WholeTrainingStep, load_compile_cache, save_compile_cache  # noqa: E402
+from bioelectra.pretraining.step import (  # noqa: E402
+    COMPILE_SCOPES,
+    WholeTrainingStep,
+    load_compile_cache,
+    save_compile_cache,
+)
 from bioelectra.textio import atomic_write_text  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -106,11 +111,13 @@ def run_loop(
     matmul_flops: float | None = None,
     whole: str | None = None,
     losses: list[float] | None = None,
+    compile_scope: str = "step",
 ) -> dict:
     """Train ``steps`` timed steps (after ``warmup`` untimed ones); return the figures (and, with
     ``profile`` > 0, :func:`profile_steps` over that many more steps). ``whole`` (``"whole"`` or ``"captured"``,
     with ``optimized``): the whole training step (:class:`WholeTrainingStep`), compiled with ``compile_model``,
-    captured as a CUDA graph with ``"captured"`` on CUDA. ``losses``: a list that gets each timed step's loss (read
+    captured as a CUDA graph with ``"captured"`` on CUDA, the forward pass compiled as ``compile_scope`` says
+    (:data:`~bioelectra.pretraining.step.COMPILE_SCOPES`). ``losses``: a list that gets each timed step's loss (read
     on the host every step: for :func:`loss_check`, not for timing)."""
     torch.manual_seed(seed)
     config = ElectraPretrainingConfig.from_dict(config.to_dict())
@@ -119,7 +126,7 @@ def run_loop(
     use_bf16 = optimized and device.type == "cuda" and torch.cuda.is_bf16_supported()
     optimizer, whole_step = loop_optimizer(
         model, device=device, optimized=optimized, compile_model=compile_model, fused_adamw=fused_adamw,
-        whole=whole, use_bf16=use_bf16,
+        whole=whole, use_bf16=use_bf16, compile_scope=compile_scope,
     )  # fmt: skip
     scheduler = electra_lr_scheduler(optimizer, warmup_steps=10, num_train_steps=10_000)
     forward = torch.compile(model) if (optimized and compile_model and whole is None) else model
@@ -174,6 +181,8 @@ def run_loop(
     if whole is not None:
         result["whole_step"] = True
         result["captured"] = whole_step.capture
+        if whole_step.compiled:
+            result["compile_scope"] = whole_step.compile_scope
     if device.type == "cuda":
         result["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated(device))
     else:  # process-wide peak resident set (ru_maxrss is KiB on Linux): includes earlier cases
@@ -286,6 +295,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps first (compilation, allocator)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--compile", action="store_true", help="torch.compile the optimized loop's model")
+    parser.add_argument("--compile-scope", default="step", choices=COMPILE_SCOPES,
+                        help="the compiled whole-step loops: the forward pass as one graph (step) or each layer (layers)")
     parser.add_argument(
         "--fused-adamw",
         action="store_true",
@@ -339,6 +350,7 @@ def run_case(
     common = dict(
         device=device,
         compile_model=args.compile,
+        compile_scope=args.compile_scope,
         fused_adamw=args.fused_adamw,
         steps=args.steps,
         warmup=args.warmup,

@@ -201,6 +201,8 @@ def test_a_corrupt_trial_record_is_named_and_the_trial_run_again(tmp_path, tiny_
 def test_hparams_values_of_the_wrong_type_name_the_key(tmp_path):
     fails_clearly(pretrain_app, ["train", "--data-dir", tmp_path, "--hparams", '{"num_train_steps": "5"}'],
                   "hparam 'num_train_steps': expected int, got str '5'")  # fmt: skip
+    fails_clearly(pretrain_app, ["train", "--data-dir", tmp_path, "--hparams", '{"compile_scope": "model"}'],
+                  "hparam compile_scope='model': expected step or layers")  # fmt: skip
 
 
 # --- 7. leftovers -----------------------------------------------------------------------------------

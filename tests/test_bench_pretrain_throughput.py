@@ -109,6 +109,24 @@ def test_every_case_is_profiled_and_its_model_flops_divided(bench, tiny):
     assert abs(sum(share.values()) - 1.0) < 0.01 and all(v > 0 for v in share.values())
 
 
+def test_the_compile_scope_reaches_the_whole_step_and_the_report(bench, tiny, monkeypatch):
+    """--compile-scope layers: the compiled whole-step loop compiles the layers (aot_eager here: no C++ build)."""
+    import functools
+    import sys
+
+    from bioelectra.pretraining.step import WholeTrainingStep
+
+    cases = sys.modules["pretrain_cases"]
+    monkeypatch.setattr(cases, "WholeTrainingStep", functools.partial(WholeTrainingStep, compile_backend="aot_eager"))
+    argv, out = tiny
+    torch._dynamo.reset()
+    assert bench.cli([*argv, "--no-baseline", "--whole-loops", "whole,whole_compiled", "--compile-scope", "layers"]) == 0
+    torch._dynamo.reset()
+    case = json.loads(out.read_text())["cases"][0]
+    assert case["whole_compiled"]["compiled"] is True and case["whole_compiled"]["compile_scope"] == "layers"
+    assert "compile_scope" not in case["whole"]  # not compiled: no scope
+
+
 def test_markdown_reads_the_figures_the_targets_and_what_limits_each_case(bench, tmp_path, capsys):
     """The README's speed table from GPU-shaped reports, an eager one and a compiled one merged by case: each
     loop's steps/s, the fastest loop, its same-run ratio over the naive loop, its sequences/s and MFU, each

@@ -829,7 +829,8 @@ def test_step_bench_dry_run_on_cpu(tmp_path):
     case = f"{hparams}:32:4"
     campaign("step-bench", "--work", work, "--out", out, "--hparams", hparams, "--only", "eager", "loss", "train",
              "--cases-eager", case, "--cases-loss", case, "--loss-steps", "3", "--steps", "2", "--warmup", "1",
-             "--profile", "0", "--train-minutes", "1.5", "--set", "max_steps", "4", "--logging-steps", "1")  # fmt: skip
+             "--profile", "0", "--train-minutes", "1.5", "--set", "max_steps", "4", "--logging-steps", "1",
+             "--compile-scope", "layers")  # fmt: skip
     record = json.loads((out / "step-bench.json").read_text())
     assert [record["parts"][p]["status"] for p in ("eager", "loss", "train")] == ["done"] * 3
     assert "compiled" not in record["parts"]
@@ -849,10 +850,15 @@ def test_step_bench_dry_run_on_cpu(tmp_path):
     )  # the recipe's case is the tiny hparams file here
     run_hp = json.loads((work / "run" / "hparams.json").read_text())
     assert run_hp["train_step"] == "captured" and run_hp["pad_to_multiple_of"] == 32
+    assert run_hp["compile_scope"] == "layers"  # --compile-scope reaches the run (not compiled here)
     # a budget too small for any part: each is skipped and said so, nothing runs
     campaign("step-bench", "--work", work, "--out", tmp_path / "OUT2", "--hparams", hparams, "--budget-seconds", "10")
     skipped = json.loads((tmp_path / "OUT2" / "step-bench.json").read_text())["parts"]
     assert {p["status"] for p in skipped.values()} == {"skipped"} and len(skipped) == 4
+    bad = subprocess.run([sys.executable, CAMPAIGN, "step-bench", "--work", work, "--out", tmp_path / "OUT3", "--hparams",
+                          hparams, "--compile-scope", "model"], capture_output=True, text=True, cwd=REPO_ROOT)  # fmt: skip
+    assert bad.returncode != 0 and "--compile-scope 'model': expected step or layers" in bad.stderr
+    assert not (tmp_path / "OUT3" / "step-bench.json").exists()  # refused before any part ran
 
 
 def test_a_shipped_discriminator_packs_alone_for_a_continuation(tmp_path):

@@ -3,12 +3,14 @@ compiled graph per part (no graph break, no recompilation when the learning rate
 train`` the same losses, checkpoints and resume as the Trainer's own step."""
 
 import json
+import math
 
 import pytest
 import torch
 from pretrain_fixture import Crash, make_data_dir, tiny_hparams
 
 from bioelectra.configuration import ElectraPretrainingConfig
+from bioelectra.diagnostics import attention_entropy
 from bioelectra.masking import ElectraMaskingCollator, max_predictions_per_seq
 from bioelectra.modeling import ElectraPretrainingModel
 from bioelectra.optimization import (
@@ -30,12 +32,12 @@ from bioelectra.pretraining.step import (
 SEQ = 32
 
 
-def _config() -> ElectraPretrainingConfig:
+def _config(layers: int = 2) -> ElectraPretrainingConfig:
     config = ElectraPretrainingConfig.from_size(
         "small",
         vocab_size=100,
         model_overrides=dict(
-            hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64
+            hidden_size=32, num_hidden_layers=layers, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64
         ),
     )
     config.max_predictions_per_seq = max_predictions_per_seq(config.mask_prob, SEQ)
@@ -57,11 +59,12 @@ def _batches(n: int = 3, batch: int = 8) -> list[dict]:
     ]
 
 
-def _train(mode: str, steps: int = 5, *, backend: str = "aot_eager", bias_correction: bool = False):
+def _train(mode: str, steps: int = 5, *, backend: str = "aot_eager", bias_correction: bool = False, layers: int = 2):
     """``steps`` steps of a tiny model: ``trainer`` (forward, backward, clip_grad_norm_, ElectraAdamW, the
-    schedule: the Trainer's order) or the whole step (``whole``, ``compiled``). Returns losses, model, step."""
+    schedule: the Trainer's order) or the whole step (``whole``; ``compiled``, one graph of the forward pass;
+    ``layers``, its layers compiled). Returns losses, model, step."""
     torch.manual_seed(0)
-    model = ElectraPretrainingModel(_config()).train()
+    model = ElectraPretrainingModel(_config(layers)).train()
     optimizer_class = ElectraAdamW if mode == "trainer" else UpdatedInStepAdamW
     optimizer = optimizer_class(
         decay_parameter_groups(model, weight_decay=0.01), lr=1e-3, weight_decay=0.01, bias_correction=bias_correction
@@ -70,8 +73,9 @@ def _train(mode: str, steps: int = 5, *, backend: str = "aot_eager", bias_correc
     whole = None
     if mode != "trainer":
         whole = WholeTrainingStep(
-            model, optimizer, max_grad_norm=1.0, bf16=False, compile=mode == "compiled", compile_backend=backend
-        )
+            model, optimizer, max_grad_norm=1.0, bf16=False, compile=mode in ("compiled", "layers"),
+            compile_backend=backend, compile_scope="layers" if mode == "layers" else "step",
+        )  # fmt: skip
     batches, losses = _batches(), []
     for i in range(steps):
         batch = batches[i % len(batches)]
@@ -121,6 +125,39 @@ def test_compiled_whole_step_is_one_graph_per_part_and_matches_eager():
     for p, q in zip(model.parameters(), eager_model.parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-6)
     torch._dynamo.reset()
+
+
+def test_layer_scoped_compile_compiles_once_per_layer_width_and_matches_eager():
+    """compile_scope="layers": each transformer layer compiled in place, identical layers sharing one
+    compilation, so the graphs do not grow with the depth (the generator's width and the discriminator's: 2
+    for 1 layer and for 3; the update stays eager); the same losses and weights as the eager whole step (aot_eager keeps
+    eager kernels); eager_outside_step runs the compiled layers eagerly (no compilation for an evaluation)."""
+    from torch._dynamo.utils import counters
+
+    graphs = {}
+    for layers in (1, 3):
+        torch._dynamo.reset()
+        eager, eager_model, _ = _train("whole", layers=layers)
+        counters.clear()
+        compiled, model, whole = _train("layers", layers=layers)
+        graphs[layers] = counters["stats"]["unique_graphs"]
+        assert compiled == pytest.approx(eager, rel=1e-5)
+        for p, q in zip(model.parameters(), eager_model.parameters(), strict=True):
+            torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-6)
+        with whole.eager_outside_step(), torch.no_grad():  # an evaluation: another shape, no gradients
+            batch = _batches(1, batch=3)[0]
+            model.eval()(**batch)
+            # the attention entropy's output_attentions adds transformers' output-capturing hooks to the layers
+            entropy = attention_entropy(model.discriminator.electra, batch["input_ids"])
+        assert len(entropy) == layers
+        model.train()
+        more = [float(whole(b)) for b in _batches(2)]  # training goes on with the hooks in place
+        assert all(math.isfinite(x) for x in more)
+        assert counters["stats"]["unique_graphs"] == graphs[layers]  # nothing compiled again
+    assert graphs == {1: 2, 3: 2}
+    torch._dynamo.reset()
+    with pytest.raises(ValueError, match="compile_scope 'model'"):
+        WholeTrainingStep(model, whole.optimizer, max_grad_norm=1.0, bf16=False, compile=True, compile_scope="model")
 
 
 @pytest.mark.parametrize("lr", [3e-4, "tensor"])

@@ -18,7 +18,7 @@ from bioelectra.hparams import (
     classify_original_hparams,
     load_json_object,
 )
-from bioelectra.pretraining.step import TRAIN_STEP_MODES
+from bioelectra.pretraining.step import COMPILE_SCOPES, TRAIN_STEP_MODES
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +99,11 @@ class PretrainingHparams:
             on one CUDA device without gradient accumulation and ``trainer`` otherwise (``hparams.json``
             records the mode chosen). ``whole`` and ``captured`` pad every batch to ``max_seq_length`` and need
             one process without gradient accumulation. Not in the original.
+        compile_scope (`str`, "step"): with ``torch_compile`` and ``train_step`` ``whole`` or ``captured``,
+            what compiles (:data:`bioelectra.pretraining.step.COMPILE_SCOPES`): ``step``, the whole forward
+            pass as one graph and the update as another; ``layers``, each transformer layer on its own, the
+            identical layers compiled once, the rest eager (a 12-layer model compiles about as fast as a
+            1-layer one). Not in the original.
         compile_cache (`str`, ""): a file of ``torch.compile``'s cache artifacts: loaded before the first
             compilation when it exists, written after the first compiled step, so a later run on the same
             software and device compiles from it. "": none.
@@ -156,6 +161,7 @@ class PretrainingHparams:
     attn_implementation: str = "sdpa"
     torch_compile: bool = False
     train_step: str = "auto"
+    compile_scope: str = "step"
     compile_cache: str = ""
     pad_to_multiple_of: int = 0
     dataloader_num_workers: int = 0
@@ -178,6 +184,7 @@ class PretrainingHparams:
             (self.precision in ("auto", "bf16", "fp32"), "precision", "auto, bf16 or fp32"),
             (self.attn_implementation in ("sdpa", "eager"), "attn_implementation", "sdpa or eager"),
             (self.train_step in TRAIN_STEP_MODES, "train_step", " or ".join(TRAIN_STEP_MODES)),
+            (self.compile_scope in COMPILE_SCOPES, "compile_scope", " or ".join(COMPILE_SCOPES)),
             (isinstance(self.model_hparam_overrides, dict), "model_hparam_overrides", "a JSON object"),
             (self.max_train_seconds >= 0, "max_train_seconds", ">= 0 (0: no limit)"),
             (not self.fit_schedule_to_time or self.max_train_seconds > 0, "fit_schedule_to_time",

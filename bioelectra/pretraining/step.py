@@ -13,8 +13,12 @@ the limit: on an H100 the eager step ran at 12 steps/s, 1.8% of the chip (recipe
    optimizer's own state, the learning rate read from a 0-d device tensor per parameter group;
 5. the sums of ``loss``, ``mlm_loss``, ``disc_loss`` accumulated on the device, read at logging time.
 
-``compile=True`` runs the forward pass (with its backward) and the clip + update through ``torch.compile``
-with ``fullgraph=True`` (a graph break is an error, not a silent slowdown). ``capture=True`` (CUDA) records
+``compile=True`` runs the step through ``torch.compile`` with ``fullgraph=True`` (a graph break is an error, not
+a silent slowdown): the forward pass (with its backward) and the clip + update, or its layers alone, as
+``compile_scope`` says
+(:data:`COMPILE_SCOPES`): one graph of the whole forward pass (``step``), or only each transformer layer on its
+own, the identical layers sharing one compilation and the update left eager (``layers``: torch's "regional
+compilation"). ``capture=True`` (CUDA) records
 the whole step once as a CUDA graph (``torch.cuda.graph``) and replays it: each step is then a copy of the
 batch into static buffers, a fill of the learning rates and one graph launch. Shapes must stay the same
 (``pretrain train`` pads every batch to ``max_seq_length`` and drops an epoch's short last batch).
@@ -60,6 +64,19 @@ def resolve_train_step(mode: str, *, cuda: bool, processes: int, accumulation_st
         return "trainer", f"{processes} process(es), gradient_accumulation_steps={accumulation_steps}"
     return "captured", "one CUDA device, no gradient accumulation"
 
+#: What ``torch.compile`` covers in a compiled whole step (hparam ``compile_scope``): ``step``, the whole forward
+#: pass (embeddings, both encoders, the generator's sampling, the losses) as one graph, every layer unrolled in
+#: it, and the clip + update as another; ``layers``, each transformer layer compiled on its own and nothing
+#: else: the rest of the forward pass and the update run as eager kernels (under ``capture`` they are in the
+#: CUDA graph all the same, so no host launches them; the update is a few dozen multi-tensor kernels).
+#: Identical layers share one compilation, so the compile time does not grow with the depth: ELECTRA-Small's
+#: 12 discriminator and 12 generator layers compile twice (one per width), not 24 times unrolled. The update's
+#: graph grows with the parameters (402 in ELECTRA-Small) and was the longest compilation of all. Measured on
+#: the 2-core CPU (2026-11-28, inductor, ELECTRA-Small, batch 4 x 128, a cold inductor cache; the first step):
+#: ``step`` 145 s with 1 layer and 720 s with 12; the layers and the update compiled 88 s and 596 s; ``layers``
+#: 47 s and 41 s (recipes/bioelectra-small/RUNBOOK.md, "Compile time").
+COMPILE_SCOPES = ("step", "layers")
+
 #: The losses summed on the device for the logs, in this order.
 LOSS_NAMES = ("loss", "mlm_loss", "disc_loss")
 
@@ -87,6 +104,9 @@ class WholeTrainingStep:
         max_grad_norm: global gradient-norm clip; 0 or less: no clip (the norm is still computed and logged).
         bf16: bf16 autocast of the forward pass (CUDA), as the Trainer's ``bf16=True``.
         compile: ``torch.compile`` the forward pass and the update, ``fullgraph=True``.
+        compile_scope: what compiles (:data:`COMPILE_SCOPES`): ``step`` (the forward pass, the update) or
+            ``layers`` (each transformer layer of ``model``, in place: the model's own calls outside the step,
+            an evaluation's, use them too; :meth:`eager_outside_step` keeps those eager).
         capture: record the whole step as a CUDA graph at the first call and replay it (CUDA only).
         compile_backend: ``torch.compile``'s backend (``inductor``; tests use ``aot_eager``).
 
@@ -94,7 +114,8 @@ class WholeTrainingStep:
         grad_norm (`torch.Tensor` of shape `()`): the global gradient norm of the last step, before the clip.
 
     Raises:
-        ValueError: ``capture`` off CUDA, or an optimizer that is not an ``ElectraAdamW``.
+        ValueError: ``capture`` off CUDA, an optimizer that is not an ``ElectraAdamW``, or a ``compile_scope``
+            not in :data:`COMPILE_SCOPES`.
     """
 
     def __init__(
@@ -107,6 +128,7 @@ class WholeTrainingStep:
         compile: bool = False,
         capture: bool = False,
         compile_backend: str = "inductor",
+        compile_scope: str = "step",
     ) -> None:
         from bioelectra.optimization import ElectraAdamW
 
@@ -116,14 +138,23 @@ class WholeTrainingStep:
         self.device = next(model.parameters()).device
         if capture and self.device.type != "cuda":
             raise ValueError(f"capture needs a CUDA device; the model is on {self.device}")
+        if compile_scope not in COMPILE_SCOPES:
+            raise ValueError(f"compile_scope {compile_scope!r}: expected {' or '.join(COMPILE_SCOPES)}")
         self.max_grad_norm = float(max_grad_norm)
         self.bf16, self.capture = bool(bf16), bool(capture)
         self.compiled = bool(compile)
+        self.compile_scope = compile_scope if compile else ""
         self._forward = self._forward_losses
         self._update = self._clip_and_update
-        if compile:
+        if compile and compile_scope == "step":
             self._forward = torch.compile(self._forward_losses, fullgraph=True, dynamic=False, backend=compile_backend)
             self._update = torch.compile(self._clip_and_update, fullgraph=True, dynamic=False, backend=compile_backend)
+        elif compile:
+            for layer in transformer_layers(model):
+                # the layer's forward, not Module.compile(): that would trace the module's hooks too, and the
+                # output-capturing hooks transformers adds for output_attentions (an evaluation's attention
+                # entropy) read a ContextVar, which dynamo cannot trace
+                layer.forward = torch.compile(layer.forward, fullgraph=True, dynamic=False, backend=compile_backend)
         self.sums = torch.zeros(len(LOSS_NAMES), device=self.device)  # (3,) loss, mlm_loss, disc_loss
         self.count = 0  # steps summed in ``sums``
         self.grad_norm = torch.zeros((), device=self.device)
@@ -273,6 +304,16 @@ class WholeTrainingStep:
             tensors += [*exp_avgs, *exp_avg_sqs, *steps]
         return tensors + [self.sums, self.grad_norm]
 
+    def eager_outside_step(self):
+        """A context in which the model's compiled layers (``compile_scope`` ``layers``) run eagerly: an
+        evaluation's forward passes (other shapes, no gradients) would otherwise compile them once more.
+        A no-op context for the other scopes."""
+        import contextlib
+
+        if self.compile_scope != "layers":
+            return contextlib.nullcontext()
+        return torch.compiler.set_stance("force_eager")
+
     def take_sums(self) -> tuple[dict[str, torch.Tensor], int]:
         """The loss sums since the last call (device tensors, ``{name: ()}`` for :data:`LOSS_NAMES`) and the
         number of steps they cover; the sums start again from 0."""
@@ -280,6 +321,14 @@ class WholeTrainingStep:
         count, self.count = self.count, 0
         self.sums.zero_()
         return sums, count
+
+
+def transformer_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The transformer layers of ``model``'s encoders (``transformers``' ``ElectraLayer``: attention and
+    feed-forward), generator and discriminator alike, in module order."""
+    from transformers.models.electra.modeling_electra import ElectraLayer
+
+    return [m for m in model.modules() if isinstance(m, ElectraLayer)]
 
 
 def load_compile_cache(path: str | os.PathLike | None) -> bool:

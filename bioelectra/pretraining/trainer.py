@@ -4,6 +4,7 @@ in :mod:`bioelectra.pretraining.callbacks`."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from pathlib import Path
@@ -123,6 +124,7 @@ class ElectraPretrainer(Trainer):
             bf16=bool(self.args.bf16) and self.args.device.type == "cuda",
             compile=bool(self.hparams.torch_compile),
             capture=capture,
+            compile_scope=self.hparams.compile_scope,
         )
 
     def _clip_grad_norm(self, model):
@@ -277,7 +279,8 @@ class ElectraPretrainer(Trainer):
         dataloader = self.get_eval_dataloader(eval_dataset)
         devices = [self.args.device] if self.args.device.type == "cuda" else []
         was_training = self.model.training
-        with torch.random.fork_rng(devices=devices):
+        eager = self._whole_step.eager_outside_step() if self._whole_step is not None else contextlib.nullcontext()
+        with eager, torch.random.fork_rng(devices=devices):
             torch.manual_seed(self.hparams.seed + self.args.process_index)
             if devices:
                 torch.cuda.manual_seed(self.hparams.seed + self.args.process_index)
