@@ -14,13 +14,12 @@ the limit: on an H100 the eager step ran at 12 steps/s, 1.8% of the chip (recipe
 5. the sums of ``loss``, ``mlm_loss``, ``disc_loss`` accumulated on the device, read at logging time.
 
 ``compile=True`` runs the step through ``torch.compile`` with ``fullgraph=True`` (a graph break is an error, not
-a silent slowdown): the forward pass (with its backward) and the clip + update, or its layers alone, as
-``compile_scope`` says
-(:data:`COMPILE_SCOPES`): one graph of the whole forward pass (``step``), or only each transformer layer on its
-own, the identical layers sharing one compilation and the update left eager (``layers``: torch's "regional
-compilation"). ``capture=True`` (CUDA) records
-the whole step once as a CUDA graph (``torch.cuda.graph``) and replays it: each step is then a copy of the
-batch into static buffers, a fill of the learning rates and one graph launch. Shapes must stay the same
+a silent slowdown), as ``compile_scope`` says (:data:`COMPILE_SCOPES`): the whole forward pass (with its
+backward) as one graph and the clip + update as another (``step``), or only each transformer layer on its own,
+the identical layers sharing one compilation, the rest and the update eager (``layers``: torch's "regional
+compilation"). ``capture=True`` (CUDA) records the whole step once as a CUDA graph (``torch.cuda.graph``)
+and replays it: each step is then a copy of the batch into static buffers, a fill of the learning rates and
+one graph launch. Shapes must stay the same
 (``pretrain train`` pads every batch to ``max_seq_length`` and drops an epoch's short last batch).
 
 The arithmetic equals the Trainer's step within float tolerance (the same loss, the same clip, the same
