@@ -116,7 +116,7 @@ def run_loop(
     """Train ``steps`` timed steps (after ``warmup`` untimed ones); return the figures (and, with
     ``profile`` > 0, :func:`profile_steps` over that many more steps). ``whole`` (``"whole"`` or ``"captured"``,
     with ``optimized``): the whole training step (:class:`WholeTrainingStep`), compiled with ``compile_model``,
-    captured as a CUDA graph with ``"captured"`` on CUDA, the forward pass compiled as ``compile_scope`` says
+    captured as a CUDA graph with ``"captured"`` on CUDA, compiled as ``compile_scope`` says
     (:data:`~bioelectra.pretraining.step.COMPILE_SCOPES`). ``losses``: a list that gets each timed step's loss (read
     on the host every step: for :func:`loss_check`, not for timing)."""
     torch.manual_seed(seed)
@@ -296,7 +296,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--compile", action="store_true", help="torch.compile the optimized loop's model")
     parser.add_argument("--compile-scope", default="step", choices=COMPILE_SCOPES,
-                        help="the compiled whole-step loops: the forward pass as one graph (step) or each layer (layers)")
+                        help="the compiled whole-step loops: the forward pass and the update (step) or each layer alone (layers)")
     parser.add_argument(
         "--fused-adamw",
         action="store_true",

@@ -257,6 +257,13 @@ def test_whole_step_refuses_accumulation_and_pads_to_one_shape(data_dir, tmp_pat
         resolve_hparams("small", {"train_step": "fused"})
 
 
+def test_a_layer_scope_under_the_trainers_step_is_said_to_do_nothing(data_dir, tmp_path, caplog):
+    hp = tiny_hparams(train_step="trainer", torch_compile=True, compile_scope="layers")
+    with caplog.at_level("WARNING", logger="bioelectra.pretraining.jobs"):
+        prepare_pretraining(data_dir=data_dir, output_dir=tmp_path / "a", hparams=hp)
+    assert "compile_scope='layers' applies to the whole step" in caplog.text
+
+
 def test_train_step_auto_captures_on_one_cuda_device_only(data_dir, tmp_path):
     """The default ``auto``: ``captured`` on one CUDA device without accumulation, the Trainer's step elsewhere;
     ``hparams.json`` records the mode chosen, and the run's collator follows it."""

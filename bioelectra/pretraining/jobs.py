@@ -229,6 +229,9 @@ def _check_train_step(hp: PretrainingHparams) -> None:
         )  # fmt: skip
         logger.info("train_step auto: %s (%s)", hp.train_step, why)
     if hp.train_step == "trainer":
+        if hp.torch_compile and hp.compile_scope != "step":
+            logger.warning("compile_scope=%r applies to the whole step (train_step whole or captured); the Trainer's "
+                           "step compiles the whole model", hp.compile_scope)  # fmt: skip
         return
     if world_size() > 1 or hp.gradient_accumulation_steps > 1:
         raise ValueError(
