@@ -171,3 +171,25 @@ def test_registry_types_and_a_saved_models_labels_decide_the_tags():
     assert task.labels == ["O", "I-Disease", "B-Disease"]
     with pytest.raises(Exception, match="do not match"):
         task.use_labels(["O", "B-Gene", "I-Gene", "B-Chemical", "I-Chemical"])
+
+
+def test_iob2_chunks_equal_seqeval_default_mode_on_every_short_sequence():
+    """The chunker predict and the error analysis use is the metrics' (seqeval's default mode, conlleval's
+    rules): equal to seqeval's own on all 19,607 sequences of 1 to 5 tags over two types and the bare tags."""
+    import itertools
+
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    from downstream.ner.data import iob2_chunks
+
+    alphabet = ["O", "B-A", "I-A", "B-B", "I-B", "B", "I"]
+    checked = 0
+    for n in range(1, 6):
+        for tags in itertools.product(alphabet, repeat=n):
+            ours = [("_" if kind is None else kind, first, end - 1) for kind, first, end in iob2_chunks(tags)]
+            assert ours == get_entities(list(tags)), tags
+            checked += 1
+    assert checked == 19_607
+    assert iob2_chunks(["I-A", "I-A", "B-A", "I-B", "O", "B", "I"]) == [("A", 0, 2), ("A", 2, 3), ("B", 3, 4), (None, 5, 7)]
+    with pytest.raises(ValueError, match="S-A"):
+        iob2_chunks(["O", "S-A"])

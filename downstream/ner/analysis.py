@@ -29,10 +29,11 @@ Entity = tuple[str, int, int]  # (type, first word, last word), last inclusive
 
 
 def entities(tags: Sequence[str]) -> list[Entity]:
-    """seqeval's chunks of one sentence (default mode, as the metrics chunk): ``(type, first, last)``."""
-    from seqeval.metrics.sequence_labeling import get_entities
+    """The chunks of one sentence as the metrics chunk (seqeval's default mode; :func:`downstream.ner.data.iob2_chunks`):
+    ``(type, first, last)``, bare tags typed ``"_"`` as seqeval names them."""
+    from downstream.ner.data import iob2_chunks
 
-    return [(t, s, e) for t, s, e in get_entities(list(tags))]
+    return [("_" if t is None else t, s, e - 1) for t, s, e in iob2_chunks(tags)]
 
 
 def _overlaps(a: Entity, b: Entity) -> bool:

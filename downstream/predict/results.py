@@ -88,13 +88,13 @@ class RelationPrediction:
 
 
 def decode_entities(tags: Sequence[str], *, untyped: str = UNTYPED_ENTITY) -> list[tuple[str, int, int]]:
-    """Entity chunks of one sentence's IOB2 tags, found by seqeval's own chunker (default mode, conlleval's
-    rules), the one the metrics use: a chunk starts at ``B-x``, or at an ``I-x`` that does not continue a
-    chunk of type ``x``, and goes on while ``I-x`` follows. Bare ``B`` / ``I`` get the type ``untyped``.
+    """Entity chunks of one sentence's IOB2 tags by the metrics' chunking (seqeval's default mode, conlleval's
+    rules; :func:`downstream.ner.data.iob2_chunks`): a chunk starts at ``B-x``, or at an ``I-x`` that does not
+    continue a chunk of type ``x``, and goes on while ``I-x`` follows. Bare ``B`` / ``I`` get the type ``untyped``.
 
     Returns:
         ``[(type, first_word, end_word), ...]`` with ``end_word`` exclusive.
     """
-    from seqeval.metrics.sequence_labeling import get_entities
+    from downstream.ner.data import iob2_chunks
 
-    return [(untyped if kind == "_" else kind, start, end + 1) for kind, start, end in get_entities(list(tags))]
+    return [(untyped if kind is None else kind, start, end) for kind, start, end in iob2_chunks(tags)]
