@@ -204,6 +204,32 @@ def test_long_document_windows_cover_every_word(ner_model):
     assert [(w.start, w.end) for w in sentence.words] == [span for _, span in pre]
 
 
+def test_windows_hold_each_words_sub_tokens_and_cut_a_word_longer_than_a_window(ner_model):
+    """The model inputs, rebuilt word by word from :meth:`EntityTagger.sentence_words`: ``[CLS]``, each word's
+    sub-tokens (a word longer than the window: its first ``max_seq_length - 2``, alone), ``[SEP]``; every word's
+    first sub-token position points at its first sub-token."""
+    from downstream.ner.data import window_spans
+
+    predictor = load_predictor(ner_model, device="cpu", max_seq_length=8, batch_size=3)
+    text = "Xqzvhbkwpfjgtdmlrnc in Duchenne muscular dystrophy, then zzqxjwkvbpfm."
+    spans = [(0, len(text))]
+    words = predictor.sentence_words(text, spans)
+    windows = predictor._windows([predictor._words([text], [0])])
+    budget, tok = 6, predictor.tokenizer
+    lengths = [len(w[2]) for w in words[0]]
+    assert max(lengths) > budget  # the made-up words are longer than a window
+    expected = []
+    for first, end in window_spans(lengths, budget):
+        ids, positions = [tok.cls_token_id], []
+        for _, _, pieces in words[0][first:end]:
+            positions.append(len(ids))
+            ids.extend(pieces[:budget])
+        expected.append((first, [*ids, tok.sep_token_id], positions))
+    assert [(w.word_start, w.input_ids, w.first_positions) for w in windows] == expected
+    assert all(len(w.input_ids) <= 8 for w in windows) and len(windows) > 2
+    assert "".join(text[s:e] for s, e, _ in words[0]) == "".join(text.split())
+
+
 @pytest.mark.parametrize(("entity_type", "expected"), [("Disease", "Disease"), (None, "entity")])
 def test_bare_labels_take_config_entity_type(ner_model, tmp_path, entity_type, expected):
     import shutil

@@ -46,6 +46,15 @@ class _Window:
     first_positions: list[int] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class _Words:
+    """One sentence's words as the tokenizer pre-tokenizes them."""
+
+    ids: list[int]  # the sentence's sub-token ids, no special tokens
+    firsts: list[int]  # index in ``ids`` of each word's first sub-token
+    spans: list[tuple[int, int]]  # each word's character span in the document (end exclusive)
+
+
 class EntityTagger(Predictor):
     """A token classification (NER) model: :meth:`predict_entities` on whole documents."""
 
@@ -97,11 +106,17 @@ class EntityTagger(Predictor):
     def sentence_words(self, text: str, spans: Sequence[tuple[int, int]]) -> list[list[tuple[int, int, list[int]]]]:
         """The words of each sentence span of ``text`` as the tokenizer pre-tokenizes them:
         ``[[(start, end, sub_token_ids), ...], ...]`` with offsets into ``text``."""
-        return [[tuple(w) for w in words] for words in self._words([text[s:e] for s, e in spans], [s for s, _ in spans])]
+        result = []
+        for words in self._words([text[s:e] for s, e in spans], [s for s, _ in spans]):
+            ends = [*words.firsts[1:], len(words.ids)]
+            result.append([(*span, words.ids[f:e]) for span, f, e in zip(words.spans, words.firsts, ends, strict=True)])
+        return result
 
-    def _words(self, sentences: list[str], starts: list[int]) -> list[list[list]]:
-        """``[[[start, end, sub_token_ids], ...], ...]`` per sentence, offsets shifted by the sentence's start:
-        one call of the fast tokenizer's backend for all sentences of a chunk (no truncation, no padding)."""
+    def _words(self, sentences: list[str], starts: list[int]) -> list[_Words]:
+        """The words of each sentence, offsets shifted by the sentence's start: one call of the fast
+        tokenizer's backend for all sentences of a chunk (no truncation, no padding). A word is the sub-tokens
+        of one pre-tokenizer word id (a sub-token without one is a word of its own); its span runs from the
+        smallest start offset of its sub-tokens to the largest end."""
         if not sentences:
             return []
         backend = self.tokenizer.backend_tokenizer
@@ -110,23 +125,24 @@ class EntityTagger(Predictor):
         if backend.padding is not None:
             backend.no_padding()
         result = []
-        for encoding, sentence_start in zip(backend.encode_batch(sentences, add_special_tokens=False), starts, strict=True):
-            words: list[list] = []
-            previous = None
-            for token_id, word_id, (start, end) in zip(encoding.ids, encoding.word_ids, encoding.offsets, strict=True):
-                if word_id is not None and word_id == previous:
-                    word = words[-1]
-                    word[0], word[1] = min(word[0], sentence_start + start), max(word[1], sentence_start + end)
-                    word[2].append(token_id)
+        for encoding, shift in zip(backend.encode_batch(sentences, add_special_tokens=False), starts, strict=True):
+            word_ids, offsets = encoding.word_ids, encoding.offsets
+            firsts = [i for i, (w, previous) in enumerate(zip(word_ids, [None, *word_ids][:-1], strict=True)) if w is None or w != previous]
+            spans = []
+            for first, end in zip(firsts, [*firsts[1:], len(word_ids)], strict=True):
+                if end == first + 1:  # most words: one sub-token
+                    spans.append((shift + offsets[first][0], shift + offsets[first][1]))
                 else:
-                    words.append([sentence_start + start, sentence_start + end, [token_id]])
-                previous = word_id
-            result.append(words)
+                    pieces = offsets[first:end]
+                    spans.append((shift + min(o[0] for o in pieces), shift + max(o[1] for o in pieces)))
+            result.append(_Words(encoding.ids, firsts, spans))
         return result
 
-    def _windows(self, words: list[list[list[list]]]) -> list[_Window]:
+    def _windows(self, words: list[list[_Words]]) -> list[_Window]:
         """The model inputs of a chunk: ``[CLS] words [SEP]`` per sentence, cut into windows of at most
-        ``max_seq_length - 2`` sub-tokens at word boundaries."""
+        ``max_seq_length - 2`` sub-tokens at word boundaries. A window's words are consecutive sub-tokens of
+        the sentence; a word longer than a window is alone in its window (``window_spans``) and keeps its
+        first ``max_seq_length - 2`` sub-tokens."""
         from downstream.ner.data import window_spans
 
         budget = self.max_seq_length - 2
@@ -134,13 +150,13 @@ class EntityTagger(Predictor):
         windows: list[_Window] = []
         for d, doc_words in enumerate(words):
             for s, sentence in enumerate(doc_words):
-                for first, end in window_spans([len(w[2]) for w in sentence], budget):
-                    window = _Window(d, s, first, [cls_id])
-                    for _, _, pieces in sentence[first:end]:
-                        window.first_positions.append(len(window.input_ids))
-                        window.input_ids.extend(pieces[:budget])  # a word longer than a window keeps its first sub-tokens
-                    window.input_ids.append(sep_id)
-                    windows.append(window)
+                firsts = sentence.firsts
+                bounds = [*firsts, len(sentence.ids)]
+                lengths = [bounds[w + 1] - bounds[w] for w in range(len(firsts))]
+                for first, end in window_spans(lengths, budget):
+                    begin = firsts[first]
+                    ids = sentence.ids[begin : min(bounds[end], begin + budget)]
+                    windows.append(_Window(d, s, first, [cls_id, *ids, sep_id], [1 + f - begin for f in firsts[first:end]]))
         return windows
 
     def _tag_chunk(self, chunk: list[Document]) -> Iterator[DocumentEntities]:
@@ -152,8 +168,8 @@ class EntityTagger(Predictor):
             words.append(flat_words[position : position + len(doc_spans)])
             position += len(doc_spans)
         windows = self._windows(words)
-        tags = [[["O"] * len(sentence) for sentence in doc_words] for doc_words in words]
-        scores = [[[0.0] * len(sentence) for sentence in doc_words] for doc_words in words]
+        tags = [[["O"] * len(sentence.firsts) for sentence in doc_words] for doc_words in words]
+        scores = [[[0.0] * len(sentence.firsts) for sentence in doc_words] for doc_words in words]
         order = sorted(range(len(windows)), key=lambda i: len(windows[i].input_ids))
         labels = self.labels
         for b in range(0, len(order), self.batch_size):
@@ -173,7 +189,7 @@ class EntityTagger(Predictor):
         """The tagged sentences of one document and the entities decoded from them."""
         sentences, entities = [], []
         for s, (start, end) in enumerate(spans):
-            tagged = tuple(TaggedWord(w[0], w[1], tags[s][i], scores[s][i]) for i, w in enumerate(words[s]))
+            tagged = tuple(TaggedWord(b, e, tag, score) for (b, e), tag, score in zip(words[s].spans, tags[s], scores[s], strict=True))
             sentences.append(TaggedSentence(start, end, tagged))
             if all(tag == "O" for tag in tags[s]):
                 continue  # most sentences: no entity to decode
