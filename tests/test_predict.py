@@ -204,6 +204,15 @@ def test_long_document_windows_cover_every_word(ner_model):
     assert [(w.start, w.end) for w in sentence.words] == [span for _, span in pre]
 
 
+def test_batches_hold_at_most_batch_size_windows_and_batch_size_x_128_sub_tokens(ner_model):
+    predictor = load_predictor(ner_model, device="cpu", batch_size=4)  # at most 4 x 128 = 512 sub-tokens a batch
+    widths = [10, 10, 10, 10, 10, 10, 130, 200, 300, 500]
+    batches = predictor._batches(range(len(widths)), widths)
+    assert batches == [[0, 1, 2, 3], [4, 5, 6], [7], [8], [9]]
+    assert all(len(b) <= 4 and (len(b) == 1 or len(b) * max(widths[i] for i in b) <= 512) for b in batches)
+    assert predictor._batches([], []) == []
+
+
 def test_windows_hold_each_words_sub_tokens_and_cut_a_word_longer_than_a_window(ner_model):
     """The model inputs, rebuilt word by word from :meth:`EntityTagger.sentence_words`: ``[CLS]``, each word's
     sub-tokens (a word longer than the window: its first ``max_seq_length - 2``, alone), ``[SEP]``; every word's

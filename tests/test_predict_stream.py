@@ -114,6 +114,46 @@ def test_worker_threads_and_dtype():
     assert inference_dtype(torch.device("cuda")) == torch.bfloat16  # the choice only: no GPU needed
 
 
+def test_forward_passes_on_two_threads_give_what_one_gives_and_torch_threads_come_back(ner_model):
+    import threading
+
+    import torch
+
+    from downstream.predict.predictor import load_predictor
+    from downstream.predict.stream import PredictorSpec, rendered_chunks, share_cores
+
+    documents = [f"{SENTENCE} Case {i}: {OTHER}" for i in range(12)]
+    predictor = load_predictor(ner_model, device="cpu", batch_size=2)  # many batches a chunk
+    alone = list(predictor.predict_entities(documents))
+    seen: dict[int, int] = {}
+    forward = predictor._forward
+
+    def recorded(rows):
+        seen[threading.get_ident()] = torch.get_num_threads()
+        return forward(rows)
+
+    predictor._forward = recorded
+    before = torch.get_num_threads()
+    share_cores(predictor, 2)
+    try:
+        assert predictor.forward_threads == 2 and torch.get_num_threads() == 1
+        assert list(predictor.predict_entities(documents)) == alone
+        assert len(seen) == 2 and set(seen.values()) == {1}  # two threads, one torch thread each
+    finally:
+        torch.set_num_threads(before)
+        predictor.forward_threads = 1
+    # the one-process path of a predict run: the caller's torch threads and the predictor's come back after it
+    torch.set_num_threads(2)
+    spec = PredictorSpec(str(ner_model), batch_size=2)
+    try:
+        from downstream.predict.formats import Document
+
+        chunks = list(rendered_chunks(spec, [Document("d", SENTENCE)], output_format="jsonl", predictor=predictor))
+        assert len(chunks) == 1 and torch.get_num_threads() == 2 and predictor.forward_threads == 1
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.mark.slow
 def test_two_workers_write_what_one_writes(ner_model, tmp_path):
     corpus = _corpus(tmp_path / "corpus.jsonl", 40)

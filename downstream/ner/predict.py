@@ -170,12 +170,11 @@ class EntityTagger(Predictor):
         windows = self._windows(words)
         tags = [[["O"] * len(sentence.firsts) for sentence in doc_words] for doc_words in words]
         scores = [[[0.0] * len(sentence.firsts) for sentence in doc_words] for doc_words in words]
-        order = sorted(range(len(windows)), key=lambda i: len(windows[i].input_ids))
+        widths = [len(w.input_ids) for w in windows]
+        order = sorted(range(len(windows)), key=widths.__getitem__)
         labels = self.labels
-        for b in range(0, len(order), self.batch_size):
-            batch = [windows[i] for i in order[b : b + self.batch_size]]
-            best, label_ids = self._forward([w.input_ids for w in batch]).max(dim=-1)  # (batch, width) each
-            best, label_ids = best.tolist(), label_ids.tolist()
+        batches = [[windows[i] for i in batch] for batch in self._batches(order, widths)]
+        for batch, (best, label_ids) in zip(batches, self._map_batches(self._best_labels, batches), strict=True):
             for row, window in enumerate(batch):
                 tag_row, score_row = tags[window.document][window.sentence], scores[window.document][window.sentence]
                 row_labels, row_best = label_ids[row], best[row]
@@ -184,6 +183,12 @@ class EntityTagger(Predictor):
                     score_row[window.word_start + offset] = row_best[position]
         for d, document in enumerate(chunk):
             yield self._document_entities(document, spans[d], words[d], tags[d], scores[d])
+
+    def _best_labels(self, batch: list[_Window]) -> tuple[list[list[float]], list[list[int]]]:
+        """The highest probability and its label id at every position of each window: two ``(batch, width)``
+        nested lists."""
+        best, label_ids = self._forward([w.input_ids for w in batch]).max(dim=-1)
+        return best.tolist(), label_ids.tolist()
 
     def _document_entities(self, document: Document, spans, words, tags, scores) -> DocumentEntities:
         """The tagged sentences of one document and the entities decoded from them."""

@@ -93,6 +93,8 @@ class Predictor:
         self.device = device
         self.max_seq_length = max_seq_length
         self.batch_size = batch_size
+        self.forward_threads = 1
+        self._pool = None
 
     #: Output format -> the function rendering one prediction as that format's text (:mod:`downstream.predict.writers`).
     renderers: ClassVar[dict[str, Callable]] = {}
@@ -136,6 +138,43 @@ class Predictor:
     def render(self, prediction, output_format: str) -> str:
         """One prediction as ``output_format``'s text (for ``brat``: the ``.ann`` file)."""
         return type(self).renderers[output_format](prediction)
+
+    #: Sub-tokens per window above which a forward pass takes fewer than ``batch_size`` windows: a batch holds
+    #: at most ``batch_size x BATCH_WIDTH`` sub-tokens, padding included (:meth:`_batches`).
+    BATCH_WIDTH: ClassVar[int] = 128
+
+    def _batches(self, order: Sequence[int], widths: Sequence[int]) -> list[list[int]]:
+        """Consecutive batches of ``order`` (indices of model inputs sorted by ``widths[i]``, ascending): at most
+        :attr:`batch_size` inputs and ``batch_size x BATCH_WIDTH`` sub-tokens each, padded to the widest.
+
+        Why the second bound: the activations of a forward pass grow with its widest input, so that a batch
+        of ``batch_size`` inputs of the longest sentences of a corpus set the peak memory, and the larger the
+        corpus, the longer its longest sentence: the first 1,000 OHSUMED abstracts have windows of at most 146
+        sub-tokens, the first 10,000 of up to 439. Most sentences are shorter than ``BATCH_WIDTH`` and are
+        batched as before."""
+        budget = self.batch_size * self.BATCH_WIDTH
+        batches: list[list[int]] = []
+        batch: list[int] = []
+        for i in order:
+            if batch and (len(batch) >= self.batch_size or (len(batch) + 1) * widths[i] > budget):
+                batches.append(batch)
+                batch = []
+            batch.append(i)
+        if batch:
+            batches.append(batch)
+        return batches
+
+    def _map_batches(self, function: Callable, batches: Sequence) -> Iterator:
+        """``function`` of each batch, in order: in this thread, or on :attr:`forward_threads` threads that run
+        ahead (:func:`downstream.predict.stream.share_cores`). Each batch's result is its own whatever the
+        thread, so the output does not depend on the threads."""
+        if self.forward_threads <= 1 or len(batches) <= 1:
+            return map(function, batches)
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self.forward_threads, thread_name_prefix="predict-forward")
+        return self._pool.map(function, batches)
 
     def _forward(self, rows: Sequence[Sequence[int]]):
         """Softmax over the labels for a batch of unpadded ``input_ids`` rows, padded to the longest.

@@ -3,8 +3,9 @@ predicted and rendered in this process or in ``num_workers`` worker processes, a
 chunk in input order (:func:`rendered_chunks`). At most ``2 x num_workers`` chunks are in flight, so memory
 does not grow with the corpus.
 
-Workers are CPU processes (``spawn``), each loading the model once and running ``torch`` with
-:func:`worker_threads` threads, so that workers x threads <= the cores this process may use. A worker
+Workers are CPU processes (``spawn``), each loading the model once and running :func:`worker_threads`
+forward passes at once, one torch thread each (:func:`share_cores`), so that workers x threads <= the cores
+this process may use; one worker is this process, on all of them. A worker
 renders its own output text, so only documents go out and text comes back.
 """
 
@@ -47,6 +48,22 @@ def worker_threads(num_workers: int, cores: int | None = None) -> int:
     return max(1, (cores or available_cores()) // max(1, num_workers))
 
 
+def share_cores(predictor, threads: int) -> None:
+    """Give a CPU ``predictor`` ``threads`` cores as that many forward passes at once, each on one torch thread
+    (``torch.set_num_threads(1)``, :attr:`~downstream.predict.base.Predictor.forward_threads`); on CUDA nothing
+    changes. Why: on the 2-core machine one process with two torch threads spent 1.20x the CPU time of two
+    processes of one thread each on the same 10,000 abstracts (464.9 against 385.9 CPU seconds,
+    ``bench/predict_throughput.py``): the model's operations are small for two threads to share, and a core
+    idles while the other runs this process's Python (words, windows, entities). Two forward passes at once,
+    in threads that release the GIL inside torch's kernels, keep both cores on whole matrix products."""
+    import torch
+
+    if predictor.device.type != "cpu":
+        return
+    torch.set_num_threads(1 if threads > 1 else max(1, threads))
+    predictor.forward_threads = max(1, threads)
+
+
 def render_chunk(predictor, chunk: list[Document], output_format: str) -> list[tuple[str, int]]:
     """``(text, predictions)`` per document of ``chunk``: its output in ``output_format`` and its count
     (entities, or 1 for a classified sentence)."""
@@ -87,12 +104,10 @@ _WORKER_PREDICTOR = None
 
 
 def _start_worker(spec: PredictorSpec, threads: int) -> None:
-    import torch
-
-    torch.set_num_threads(threads)
     limit_heap_growth()
     global _WORKER_PREDICTOR
     _WORKER_PREDICTOR = spec.load()
+    share_cores(_WORKER_PREDICTOR, threads)
 
 
 def _work(chunk: list[Document], output_format: str) -> list[tuple[str, int]]:
@@ -120,9 +135,17 @@ def rendered_chunks(
     """
     limit_heap_growth()  # this process's (the predictor, or the workers' results and the documents)
     if num_workers <= 1:
+        import torch
+
         predictor = predictor if predictor is not None else spec.load()
-        for chunk in chunked(documents, chunk_documents):
-            yield chunk, render_chunk(predictor, chunk, output_format)
+        threads, forward_threads = torch.get_num_threads(), predictor.forward_threads
+        share_cores(predictor, worker_threads(1))
+        try:
+            for chunk in chunked(documents, chunk_documents):
+                yield chunk, render_chunk(predictor, chunk, output_format)
+        finally:  # the caller's torch threads, for whatever it runs next
+            torch.set_num_threads(threads)
+            predictor.forward_threads = forward_threads
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor

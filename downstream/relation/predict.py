@@ -99,10 +99,11 @@ class RelationClassifier(Predictor):
         encoded = encode_re_split(split, self.tokenizer, {self.labels[0]: 0}, max_seq_length=self.max_seq_length,
                                   placeholder_ids=add_placeholder_tokens(self.tokenizer, placeholders) if placeholders else ())  # fmt: skip
         results: list[RelationPrediction | None] = [None] * len(chunk)
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]["input_ids"]))
-        for b in range(0, len(order), self.batch_size):
-            batch = order[b : b + self.batch_size]
-            probabilities = self._forward([encoded[i]["input_ids"] for i in batch])  # (batch, num_labels)
+        widths = [len(encoded[i]["input_ids"]) for i in range(len(encoded))]
+        order = sorted(range(len(encoded)), key=widths.__getitem__)
+        batches = self._batches(order, widths)
+        forward = lambda batch: self._forward([encoded[i]["input_ids"] for i in batch])  # noqa: E731 (batch, num_labels)
+        for batch, probabilities in zip(batches, self._map_batches(forward, batches), strict=True):
             for row, i in enumerate(batch):
                 position = encoded.example_index[i]
                 probs = {label: float(p) for label, p in zip(self.labels, probabilities[row].tolist(), strict=True)}
