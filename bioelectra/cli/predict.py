@@ -45,9 +45,9 @@ def predict(
     output_format: Annotated[OutputFormat, typer.Option("--format", help="jsonl (one entity, or one RE sentence, per line); NER also: conll (word<TAB>tag), brat (.txt + .ann per document), pubtator (PMID|t|, PMID|a|, one tab-separated line per entity), bioc (BioC XML).")] = OutputFormat.jsonl,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Output file or folder (brat) [default: standard output]. Written as it goes; a killed run started again with the same command resumes after the last document written.")] = None,
     max_seq_length: Annotated[int, typer.Option("--max-seq-length", "--max_seq_length", min=8, help="Sub-tokens per model input, capped by the model's positions; longer sentences are windowed.")] = 512,
-    batch_size: Annotated[int, typer.Option("--batch-size", "--batch_size", min=1, help="Model inputs per forward pass.")] = 32,
+    batch_size: Annotated[int, typer.Option("--batch-size", "--batch_size", min=1, help="Model inputs per forward pass (fewer for inputs over 128 sub-tokens: at most batch-size x 128 sub-tokens).")] = 32,
     device: Annotated[Device, typer.Option(help="auto: CUDA when available (weights in bfloat16 there).")] = Device.auto,
-    num_workers: Annotated[int, typer.Option("--num-workers", min=1, help="CPU worker processes, each with cores/N torch threads; 1 predicts in this process.")] = 1,
+    num_workers: Annotated[int, typer.Option("--num-workers", min=1, help="CPU worker processes, each running cores/N forward passes at once (one torch thread each); 1 predicts in this process.")] = 1,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
 ) -> None:
     """Predict with a saved fine-tuned model on raw text: entities with character offsets (NER) or a
