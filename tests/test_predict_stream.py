@@ -139,6 +139,8 @@ def test_forward_passes_on_two_threads_give_what_one_gives_and_torch_threads_com
         assert predictor.forward_threads == 2 and torch.get_num_threads() == 1
         assert list(predictor.predict_entities(documents)) == alone
         assert len(seen) == 2 and set(seen.values()) == {1}  # two threads, one torch thread each
+        predictor.forward_threads = 3  # the pool follows a new count
+        assert list(predictor.predict_entities(documents)) == alone and predictor._pool[0] == 3
     finally:
         torch.set_num_threads(before)
         predictor.forward_threads = 1

@@ -20,7 +20,7 @@ NER, per document:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from downstream.errors import DownstreamError
@@ -43,7 +43,7 @@ class _Window:
     sentence: int
     word_start: int
     input_ids: list[int]
-    first_positions: list[int] = field(default_factory=list)
+    first_positions: list[int]  # index in input_ids of each word's first sub-token
 
 
 @dataclass(slots=True)

@@ -94,7 +94,7 @@ class Predictor:
         self.max_seq_length = max_seq_length
         self.batch_size = batch_size
         self.forward_threads = 1
-        self._pool = None
+        self._pool = None  # (threads, ThreadPoolExecutor) of _map_batches, made when first needed
 
     #: Output format -> the function rendering one prediction as that format's text (:mod:`downstream.predict.writers`).
     renderers: ClassVar[dict[str, Callable]] = {}
@@ -170,11 +170,13 @@ class Predictor:
         thread, so the output does not depend on the threads."""
         if self.forward_threads <= 1 or len(batches) <= 1:
             return map(function, batches)
-        if self._pool is None:
+        if self._pool is None or self._pool[0] != self.forward_threads:
             from concurrent.futures import ThreadPoolExecutor
 
-            self._pool = ThreadPoolExecutor(self.forward_threads, thread_name_prefix="predict-forward")
-        return self._pool.map(function, batches)
+            if self._pool is not None:
+                self._pool[1].shutdown()
+            self._pool = (self.forward_threads, ThreadPoolExecutor(self.forward_threads, thread_name_prefix="predict-forward"))
+        return self._pool[1].map(function, batches)
 
     def _forward(self, rows: Sequence[Sequence[int]]):
         """Softmax over the labels for a batch of unpadded ``input_ids`` rows, padded to the longest.

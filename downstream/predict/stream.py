@@ -53,14 +53,15 @@ def share_cores(predictor, threads: int) -> None:
     (``torch.set_num_threads(1)``, :attr:`~downstream.predict.base.Predictor.forward_threads`); on CUDA nothing
     changes. Why: on the 2-core machine one process with two torch threads spent 1.20x the CPU time of two
     processes of one thread each on the same 10,000 abstracts (464.9 against 385.9 CPU seconds,
-    ``bench/results/predict-2core-cpu-2026-11-28-before-threads.json``): the model's operations are small for two threads to share, and a core
-    idles while the other runs this process's Python (words, windows, entities). Two forward passes at once,
-    in threads that release the GIL inside torch's kernels, keep both cores on whole matrix products."""
+    ``bench/results/predict-2core-cpu-2026-11-28-before-threads.json``): the model's operations are small for
+    two threads to share, and a core idles while the other runs this process's Python (words, windows,
+    entities). Two forward passes at once, in threads that release the GIL inside torch's kernels, keep both
+    cores on whole matrix products."""
     import torch
 
     if predictor.device.type != "cpu":
         return
-    torch.set_num_threads(1 if threads > 1 else max(1, threads))
+    torch.set_num_threads(1)
     predictor.forward_threads = max(1, threads)
 
 

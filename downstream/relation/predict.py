@@ -102,7 +102,10 @@ class RelationClassifier(Predictor):
         widths = [len(encoded[i]["input_ids"]) for i in range(len(encoded))]
         order = sorted(range(len(encoded)), key=widths.__getitem__)
         batches = self._batches(order, widths)
-        forward = lambda batch: self._forward([encoded[i]["input_ids"] for i in batch])  # noqa: E731 (batch, num_labels)
+
+        def forward(batch: list[int]):  # (batch, num_labels) probabilities
+            return self._forward([encoded[i]["input_ids"] for i in batch])
+
         for batch, probabilities in zip(batches, self._map_batches(forward, batches), strict=True):
             for row, i in enumerate(batch):
                 position = encoded.example_index[i]
