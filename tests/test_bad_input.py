@@ -80,14 +80,16 @@ def test_damaged_gzip_names_the_file_in_every_reader(tmp_path, reader):
 
 
 def test_truncated_gzip_through_the_cli_is_an_error_not_aborted(tmp_path, tiny_checkpoint):
-    data = tmp_path / "data"
+    data = tmp_path / ("a-folder-name-long-enough-that-the-error-line-runs-past-eighty-columns-" * 2) / "data"
     shutil.copytree(FIXTURES / "ner-tiny", data)
     good = gzip.compress((data / "train.tsv").read_bytes() * 50)
     (data / "train.tsv").unlink()
     (data / "train.tsv.gz").write_bytes(good[: len(good) // 2])
-    text = fails_clearly(app, ["finetune", "--data-dir", data, "--ckpt", tiny_checkpoint, "--output-dir", tmp_path / "o"],
-                         "train.tsv.gz", "truncated gzip")  # fmt: skip
+    args = ["finetune", "--data-dir", data, "--ckpt", tiny_checkpoint, "--output-dir", tmp_path / "o"]
+    text = fails_clearly(app, args, "train.tsv.gz", "truncated gzip")
     assert "Aborted" not in text
+    # the path on one line as it is (the console soft-wraps: an 80-column pipe or log once broke it in two)
+    assert str(data / "train.tsv.gz") in runner.invoke(app, [str(a) for a in args]).output
     assert not (tmp_path / "o").exists()  # nothing left behind by a failed start
 
 

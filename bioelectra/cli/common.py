@@ -11,7 +11,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-console = Console(stderr=True)
+# soft_wrap: a message is never broken into lines by the console (a log file or a pipe is 80 columns to rich,
+# and a path broken in two cannot be copied or searched for); the terminal wraps what is too long
+console = Console(stderr=True, soft_wrap=True)
 
 app = typer.Typer(
     name="bioelectra",
