@@ -113,12 +113,10 @@ def run_loop(
     losses: list[float] | None = None,
     compile_scope: str = "step",
 ) -> dict:
-    """Train ``steps`` timed steps (after ``warmup`` untimed ones); return the figures (and, with
-    ``profile`` > 0, :func:`profile_steps` over that many more steps). ``whole`` (``"whole"`` or ``"captured"``,
-    with ``optimized``): the whole training step (:class:`WholeTrainingStep`), compiled with ``compile_model``,
-    captured as a CUDA graph with ``"captured"`` on CUDA, compiled as ``compile_scope`` says
-    (:data:`~bioelectra.pretraining.step.COMPILE_SCOPES`). ``losses``: a list that gets each timed step's loss (read
-    on the host every step: for :func:`loss_check`, not for timing)."""
+    """Train ``steps`` timed steps (after ``warmup`` untimed ones); return the figures (and, with ``profile`` > 0,
+    :func:`profile_steps` over that many more steps). ``whole`` (``"whole"`` or ``"captured"``, with ``optimized``):
+    the whole training step (:class:`WholeTrainingStep`), compiled with ``compile_model`` as ``compile_scope`` says,
+    captured as a CUDA graph with ``"captured"`` on CUDA. ``losses``: gets each timed step's loss (for :func:`loss_check`)."""
     torch.manual_seed(seed)
     config = ElectraPretrainingConfig.from_dict(config.to_dict())
     config._attn_implementation = "sdpa" if optimized else "eager"
@@ -129,6 +127,8 @@ def run_loop(
         whole=whole, use_bf16=use_bf16, compile_scope=compile_scope,
     )  # fmt: skip
     scheduler = electra_lr_scheduler(optimizer, warmup_steps=10, num_train_steps=10_000)
+    if whole_step is not None:  # a no-op (the update is in the whole step) that the Trainer calls too; else the
+        optimizer.step()  # scheduler warns that it stepped first
     forward = torch.compile(model) if (optimized and compile_model and whole is None) else model
     batches = [{k: v.to(device, non_blocking=True) for k, v in b.items()} for b in batches]
     if device.type == "cuda":
@@ -205,7 +205,7 @@ def random_stream_check(whole_step: WholeTrainingStep, optimizer: torch.optim.Op
     dropout masks and replacements every step."""
     for group in optimizer.param_groups:
         group["lr"] = 0.0
-    losses = [float(whole_step(batch)) for _ in range(steps)]
+    losses = [float(whole_step(batch).detach()) for _ in range(steps)]
     return {"losses_at_lr_0": [round(v, 6) for v in losses], "fresh": len(set(losses)) > 1}
 
 

@@ -151,7 +151,7 @@ def test_layer_scoped_compile_compiles_once_per_layer_width_and_matches_eager():
             entropy = attention_entropy(model.discriminator.electra, batch["input_ids"])
         assert len(entropy) == layers
         model.train()
-        more = [float(whole(b)) for b in _batches(2)]  # training goes on with the hooks in place
+        more = [float(whole(b).detach()) for b in _batches(2)]  # training goes on with the hooks in place
         assert all(math.isfinite(x) for x in more)
         assert counters["stats"]["unique_graphs"] == graphs[layers]  # nothing compiled again
     assert graphs == {1: 2, 3: 2}
