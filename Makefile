@@ -50,8 +50,9 @@ demo: venv
 demo-table:
 	$(PY) tools/readme_demo_table.py runs/demo-$(DEMO_CKPT)/results.md --write
 
+# -n auto: one pytest-xdist worker per core, at most 4 (each holds torch and a model or two in memory)
 test: venv
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --maxprocesses 4
 
 lint: venv
 	$(VENV)/bin/ruff check .

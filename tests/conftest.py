@@ -18,6 +18,18 @@ from transformers.utils import logging as hf_logging  # noqa: E402  (after the e
 
 hf_logging.get_logger("transformers")
 
+
+def pytest_configure(config):
+    """Under pytest-xdist (``make test`` runs ``-n auto``), each worker's torch takes its share of the cores,
+    not all of them: two workers of two threads each on two cores wait on each other's threads. Subprocesses
+    that tests start keep torch's default."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers:
+        import torch
+
+        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // int(workers)))
+
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
