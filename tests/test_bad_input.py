@@ -204,7 +204,7 @@ def test_hparams_values_of_the_wrong_type_name_the_key(tmp_path):
     fails_clearly(pretrain_app, ["train", "--data-dir", tmp_path, "--hparams", '{"num_train_steps": "5"}'],
                   "hparam 'num_train_steps': expected int, got str '5'")  # fmt: skip
     fails_clearly(pretrain_app, ["train", "--data-dir", tmp_path, "--hparams", '{"compile_scope": "model"}'],
-                  "hparam compile_scope='model': expected step or layers")  # fmt: skip
+                  "hparam compile_scope='model': expected one of step, forward, layers")  # fmt: skip
 
 
 # --- 7. leftovers -----------------------------------------------------------------------------------

@@ -857,7 +857,7 @@ def test_step_bench_dry_run_on_cpu(tmp_path):
     assert {p["status"] for p in skipped.values()} == {"skipped"} and len(skipped) == 4
     bad = subprocess.run([sys.executable, CAMPAIGN, "step-bench", "--work", work, "--out", tmp_path / "OUT3", "--hparams",
                           hparams, "--compile-scope", "model"], capture_output=True, text=True, cwd=REPO_ROOT)  # fmt: skip
-    assert bad.returncode != 0 and "--compile-scope 'model': expected step or layers" in bad.stderr
+    assert bad.returncode != 0 and "--compile-scope 'model': expected one of step, forward, layers" in bad.stderr
     assert not (tmp_path / "OUT3" / "step-bench.json").exists()  # refused before any part ran
 
 

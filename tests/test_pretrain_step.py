@@ -61,8 +61,9 @@ def _batches(n: int = 3, batch: int = 8) -> list[dict]:
 
 def _train(mode: str, steps: int = 5, *, backend: str = "aot_eager", bias_correction: bool = False, layers: int = 2):
     """``steps`` steps of a tiny model: ``trainer`` (forward, backward, clip_grad_norm_, ElectraAdamW, the
-    schedule: the Trainer's order) or the whole step (``whole``; ``compiled``, one graph of the forward pass;
-    ``layers``, its layers compiled). Returns losses, model, step."""
+    schedule: the Trainer's order) or the whole step (``whole``; ``compiled``, one graph of the forward pass and
+    one of the update; ``forward``, the forward pass's alone; ``layers``, its layers compiled). Returns losses,
+    model, step."""
     torch.manual_seed(0)
     model = ElectraPretrainingModel(_config(layers)).train()
     optimizer_class = ElectraAdamW if mode == "trainer" else UpdatedInStepAdamW
@@ -73,8 +74,8 @@ def _train(mode: str, steps: int = 5, *, backend: str = "aot_eager", bias_correc
     whole = None
     if mode != "trainer":
         whole = WholeTrainingStep(
-            model, optimizer, max_grad_norm=1.0, bf16=False, compile=mode in ("compiled", "layers"),
-            compile_backend=backend, compile_scope="layers" if mode == "layers" else "step",
+            model, optimizer, max_grad_norm=1.0, bf16=False, compile=mode in ("compiled", "forward", "layers"),
+            compile_backend=backend, compile_scope={"layers": "layers", "forward": "forward"}.get(mode, "step"),
         )  # fmt: skip
     batches, losses = _batches(), []
     for i in range(steps):
@@ -114,13 +115,19 @@ def test_whole_step_with_bias_correction_equals_the_eager_optimizer():
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
 
 
-def test_compiled_whole_step_is_one_graph_per_part_and_matches_eager():
+@pytest.mark.parametrize(("mode", "graphs"), [("compiled", 2), ("forward", 1)])
+def test_compiled_whole_step_is_one_graph_per_part_and_matches_eager(mode, graphs):
     """fullgraph=True: a graph break fails the compilation; error_on_recompile: the learning rate, which moves
-    every step (warmup), is a tensor, not a guard. aot_eager keeps eager kernels: the same random numbers."""
+    every step (warmup), is a tensor, not a guard. aot_eager keeps eager kernels: the same random numbers.
+    compile_scope "step" compiles the forward pass and the update (2 graphs), "forward" the forward pass only."""
+    from torch._dynamo.utils import counters
+
     torch._dynamo.reset()
     eager, eager_model, _ = _train("whole")
+    counters.clear()
     with torch._dynamo.config.patch(error_on_recompile=True):
-        compiled, model, _ = _train("compiled")
+        compiled, model, _ = _train(mode)
+    assert counters["stats"]["unique_graphs"] == graphs
     assert compiled == pytest.approx(eager, rel=1e-5)
     for p, q in zip(model.parameters(), eager_model.parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-6)

@@ -101,9 +101,10 @@ class PretrainingHparams:
             one process without gradient accumulation. Not in the original.
         compile_scope (`str`, "step"): with ``torch_compile`` and ``train_step`` ``whole`` or ``captured``,
             what compiles (:data:`bioelectra.pretraining.step.COMPILE_SCOPES`): ``step``, the whole forward
-            pass as one graph and the update as another; ``layers``, each transformer layer on its own, the
-            identical layers compiled once, the rest eager (a 12-layer model compiles about as fast as a
-            1-layer one). Not in the original.
+            pass as one graph and the update as another; ``forward``, that forward graph alone, the update
+            eager (the update's graph is most of ``step``'s compile time); ``layers``, each transformer layer
+            on its own, the identical layers compiled once, the rest eager (a 12-layer model compiles about as
+            fast as a 1-layer one). Not in the original.
         compile_cache (`str`, ""): a file of ``torch.compile``'s cache artifacts: loaded before the first
             compilation when it exists, written after the first compiled step, so a later run on the same
             software and device compiles from it. "": none.
@@ -184,7 +185,7 @@ class PretrainingHparams:
             (self.precision in ("auto", "bf16", "fp32"), "precision", "auto, bf16 or fp32"),
             (self.attn_implementation in ("sdpa", "eager"), "attn_implementation", "sdpa or eager"),
             (self.train_step in TRAIN_STEP_MODES, "train_step", " or ".join(TRAIN_STEP_MODES)),
-            (self.compile_scope in COMPILE_SCOPES, "compile_scope", " or ".join(COMPILE_SCOPES)),
+            (self.compile_scope in COMPILE_SCOPES, "compile_scope", "one of " + ", ".join(COMPILE_SCOPES)),
             (isinstance(self.model_hparam_overrides, dict), "model_hparam_overrides", "a JSON object"),
             (self.max_train_seconds >= 0, "max_train_seconds", ">= 0 (0: no limit)"),
             (not self.fit_schedule_to_time or self.max_train_seconds > 0, "fit_schedule_to_time",

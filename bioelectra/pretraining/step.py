@@ -15,9 +15,9 @@ the limit: on an H100 the eager step ran at 12 steps/s, 1.8% of the chip (recipe
 
 ``compile=True`` runs the step through ``torch.compile`` with ``fullgraph=True`` (a graph break is an error, not
 a silent slowdown), as ``compile_scope`` says (:data:`COMPILE_SCOPES`): the whole forward pass (with its
-backward) as one graph and the clip + update as another (``step``), or only each transformer layer on its own,
-the identical layers sharing one compilation, the rest and the update eager (``layers``: torch's "regional
-compilation"). ``capture=True`` (CUDA) records the whole step once as a CUDA graph (``torch.cuda.graph``)
+backward) as one graph and the clip + update as another (``step``), the forward pass alone as one graph and the
+update eager (``forward``), or only each transformer layer on its own, the identical layers sharing one
+compilation, the rest and the update eager (``layers``: torch's "regional compilation"). ``capture=True`` (CUDA) records the whole step once as a CUDA graph (``torch.cuda.graph``)
 and replays it: each step is then a copy of the batch into static buffers, a fill of the learning rates and
 one graph launch. Shapes must stay the same
 (``pretrain train`` pads every batch to ``max_seq_length`` and drops an epoch's short last batch).
@@ -65,16 +65,17 @@ def resolve_train_step(mode: str, *, cuda: bool, processes: int, accumulation_st
 
 #: What ``torch.compile`` covers in a compiled whole step (hparam ``compile_scope``): ``step``, the whole forward
 #: pass (embeddings, both encoders, the generator's sampling, the losses) as one graph, every layer unrolled in
-#: it, and the clip + update as another; ``layers``, each transformer layer compiled on its own and nothing
-#: else: the rest of the forward pass and the update run as eager kernels (under ``capture`` they are in the
-#: CUDA graph all the same, so no host launches them; the update is a few dozen multi-tensor kernels).
-#: Identical layers share one compilation, so the compile time does not grow with the depth: ELECTRA-Small's
-#: 12 discriminator and 12 generator layers compile twice (one per width), not 24 times unrolled. The update's
-#: graph grows with the parameters (402 in ELECTRA-Small) and was the longest compilation of all. Measured on
-#: the 2-core CPU (2026-11-28, inductor, ELECTRA-Small, batch 4 x 128, a cold inductor cache; the first step):
-#: ``step`` 145 s with 1 layer and 720 s with 12; the layers and the update compiled 88 s and 596 s; ``layers``
-#: 47 s and 41 s (recipes/bioelectra-small/RUNBOOK.md, "Compile time").
-COMPILE_SCOPES = ("step", "layers")
+#: it, and the clip + update as another; ``forward``, that forward graph alone, the clip and the update eager;
+#: ``layers``, each transformer layer compiled on its own and nothing else: the rest of the forward pass and
+#: the update run as eager kernels. Under ``capture`` eager kernels are in the CUDA graph all the same, so no
+#: host launches them (the update is a few dozen multi-tensor kernels). With ``layers``, identical layers share
+#: one compilation, so the compile time does not grow with the depth: ELECTRA-Small's 12 discriminator and 12
+#: generator layers compile twice (one per width), not 24 times unrolled. The update's graph grows with the
+#: parameters (402 in ELECTRA-Small) and was the longest compilation of all. Measured on the 2-core CPU
+#: (2026-11-28, inductor, ELECTRA-Small, batch 4 x 128, a cold inductor cache; the first step / a later one):
+#: ``step`` 145 s with 1 layer and 720 s / 0.69-0.73 s with 12; ``forward`` 159 s / 0.68-0.69 s with 12;
+#: ``layers`` 47 s and 41 s / 0.90-0.92 s (recipes/bioelectra-small/RUNBOOK.md, "Compile time").
+COMPILE_SCOPES = ("step", "forward", "layers")
 
 #: The losses summed on the device for the logs, in this order.
 LOSS_NAMES = ("loss", "mlm_loss", "disc_loss")
@@ -103,9 +104,10 @@ class WholeTrainingStep:
         max_grad_norm: global gradient-norm clip; 0 or less: no clip (the norm is still computed and logged).
         bf16: bf16 autocast of the forward pass (CUDA), as the Trainer's ``bf16=True``.
         compile: ``torch.compile`` the forward pass and the update, ``fullgraph=True``.
-        compile_scope: what compiles (:data:`COMPILE_SCOPES`): ``step`` (the forward pass, the update) or
-            ``layers`` (each transformer layer of ``model``, in place: the model's own calls outside the step,
-            an evaluation's, use them too; :meth:`eager_outside_step` keeps those eager).
+        compile_scope: what compiles (:data:`COMPILE_SCOPES`): ``step`` (the forward pass, the update),
+            ``forward`` (the forward pass) or ``layers`` (each transformer layer of ``model``, in place: the
+            model's own calls outside the step, an evaluation's, use them too; :meth:`eager_outside_step` keeps
+            those eager).
         capture: record the whole step as a CUDA graph at the first call and replay it (CUDA only).
         compile_backend: ``torch.compile``'s backend (``inductor``; tests use ``aot_eager``).
 
@@ -138,17 +140,18 @@ class WholeTrainingStep:
         if capture and self.device.type != "cuda":
             raise ValueError(f"capture needs a CUDA device; the model is on {self.device}")
         if compile_scope not in COMPILE_SCOPES:
-            raise ValueError(f"compile_scope {compile_scope!r}: expected {' or '.join(COMPILE_SCOPES)}")
+            raise ValueError(f"compile_scope {compile_scope!r}: expected one of {', '.join(COMPILE_SCOPES)}")
         self.max_grad_norm = float(max_grad_norm)
         self.bf16, self.capture = bool(bf16), bool(capture)
         self.compiled = bool(compile)
         self.compile_scope = compile_scope if compile else ""
         self._forward = self._forward_losses
         self._update = self._clip_and_update
-        if compile and compile_scope == "step":
+        if compile and compile_scope in ("step", "forward"):
             self._forward = torch.compile(self._forward_losses, fullgraph=True, dynamic=False, backend=compile_backend)
+        if compile and compile_scope == "step":
             self._update = torch.compile(self._clip_and_update, fullgraph=True, dynamic=False, backend=compile_backend)
-        elif compile:
+        if compile and compile_scope == "layers":
             for layer in transformer_layers(model):
                 # the layer's forward, not Module.compile(): that would trace the module's hooks too, and the
                 # output-capturing hooks transformers adds for output_attentions (an evaluation's attention

@@ -5,11 +5,12 @@ as soon as it ends, so a call cut short brings back every part that finished:
 1. ``eager``: ``bench/pretrain_throughput.py`` on ELECTRA-Small 128 x 128 and 128 x 512, ELECTRA-Base 128 x 128
    and 512 x 32 and the recipe's model (128 x its batch): the naive fp32 loop, the eager step (the Trainer's
    arithmetic) and the captured whole step of eager kernels, each profiled; ``step-bench-eager.json``.
-2. ``compiled``: the whole step compiled (``fullgraph=True``; the forward pass and the update, or with
-   ``--compile-scope layers`` each transformer layer alone, identical layers compiled once) and captured, on
-   ELECTRA-Small 128 x 128, the recipe's model and ELECTRA-Base 128 x 128, loading ``--compile-cache`` when
-   one was carried and writing the artifacts of this call's compilations to ``$OUT/compile-cache.bin.xz``
-   (carry it to the next call: RUNBOOK.md); ``step-bench-compiled.json``.
+2. ``compiled``: the whole step compiled (``fullgraph=True``; the forward pass and the update, with
+   ``--compile-scope forward`` the forward pass alone, with ``layers`` each transformer layer alone, identical
+   layers compiled once) and captured, on ELECTRA-Small 128 x 128, the recipe's model and ELECTRA-Base
+   128 x 128, loading ``--compile-cache`` when one was carried and writing the artifacts of this call's
+   compilations to ``$OUT/compile-cache.bin.xz`` (carry it to the next call: RUNBOOK.md);
+   ``step-bench-compiled.json``.
 3. ``loss``: the eager step against the captured one over 50 steps from the same weights on the same batches
    (ELECTRA-Small 128 x 128): losses and peak memory; ``step-bench-loss.json``.
 4. ``train``: ``data`` (when not built yet), then ``pretrain train`` of the recipe in the foreground for
@@ -139,7 +140,7 @@ def cmd_step_bench(args) -> None:
     from bioelectra.pretraining.step import COMPILE_SCOPES
 
     if args.compile_scope not in COMPILE_SCOPES:
-        raise SystemExit(f"step-bench: --compile-scope {args.compile_scope!r}: expected {' or '.join(COMPILE_SCOPES)}")
+        raise SystemExit(f"step-bench: --compile-scope {args.compile_scope!r}: expected one of {', '.join(COMPILE_SCOPES)}")
     args.out.mkdir(parents=True, exist_ok=True)
     parts = [p for p in PARTS if not args.only or p in args.only]
     started = time.monotonic()
@@ -231,7 +232,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compile-scope", default="step",
                    help="what of the forward pass compiles, in the compiled part and the run (checked against "
                    "bioelectra's COMPILE_SCOPES once it is importable): the forward pass and the update (step; the "
-                   "carried cache's) or each layer alone, identical layers once (layers: 12 layers as fast as 1)")  # fmt: skip
+                   "carried cache's), the forward pass alone (forward) or each layer alone, identical layers once "
+                   "(layers: 12 layers as fast as 1)")  # fmt: skip
     p.add_argument("--cases-eager", default=None, help="the eager part's cases (default: eager_cases)")
     p.add_argument("--cases-compiled", default=None, help="the compiled part's cases (default: compiled_cases)")
     p.add_argument("--cases-loss", default="small:128:128")
