@@ -703,7 +703,8 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     # (the recipe's compile cache holds CUDA kernels: this CPU run is given none)
     campaign("train", "--work", work, "--out", out, "--hparams", hparams, "--minutes", "5", "--steps", "4",
              "--check-seconds", "0", "--compile", "on", "--compile-cache", tmp_path / "no-cache.bin.xz")  # fmt: skip
-    poll = campaign("poll", "--work", work, "--out", out, "--wait", "240")
+    # poll returns when the run ends; the long wait is for a CPU shared with another test worker (make test's -n)
+    poll = campaign("poll", "--work", work, "--out", out, "--wait", "600")
     assert "done" in poll.stdout and '"returncode": 0' in poll.stdout, poll.stdout
     # the run's logs as they happened (read from run/log_history.jsonl: the console's copy is wrapped)
     shown = [json.loads(line) for line in poll.stdout.splitlines() if line.startswith("{")]
@@ -774,7 +775,7 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     # as the RUNBOOK's call 2 runs it: no --steps, the schedule fitted to the minutes as the run goes
     campaign("train", "--work", work2, "--out", out, "--hparams", hparams, "--minutes", "0.2", "--check-seconds", "0",
              "--set", "save_steps", "100000")  # fmt: skip
-    poll = campaign("poll", "--work", work2, "--out", out, "--wait", "240")
+    poll = campaign("poll", "--work", work2, "--out", out, "--wait", "600")
     assert '"returncode": 0' in poll.stdout, poll.stdout
     run_hp = json.loads((work2 / "run" / "hparams.json").read_text())
     assert run_hp["init_from"] == str(work2 / "init-from") and run_hp["warmup_steps"] == 500, run_hp
