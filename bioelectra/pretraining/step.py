@@ -17,10 +17,10 @@ the limit: on an H100 the eager step ran at 12 steps/s, 1.8% of the chip (recipe
 a silent slowdown), as ``compile_scope`` says (:data:`COMPILE_SCOPES`): the whole forward pass (with its
 backward) as one graph and the clip + update as another (``step``), the forward pass alone as one graph and the
 update eager (``forward``), or only each transformer layer on its own, the identical layers sharing one
-compilation, the rest and the update eager (``layers``: torch's "regional compilation"). ``capture=True`` (CUDA) records the whole step once as a CUDA graph (``torch.cuda.graph``)
-and replays it: each step is then a copy of the batch into static buffers, a fill of the learning rates and
-one graph launch. Shapes must stay the same
-(``pretrain train`` pads every batch to ``max_seq_length`` and drops an epoch's short last batch).
+compilation, the rest and the update eager (``layers``: torch's "regional compilation"). ``capture=True``
+(CUDA) records the whole step once as a CUDA graph (``torch.cuda.graph``) and replays it: each step is then a
+copy of the batch into static buffers, a fill of the learning rates and one graph launch. Shapes must stay the
+same (``pretrain train`` pads every batch to ``max_seq_length`` and drops an epoch's short last batch).
 
 The arithmetic equals the Trainer's step within float tolerance (the same loss, the same clip, the same
 update): ``tests/test_pretrain_step.py``.
@@ -103,7 +103,7 @@ class WholeTrainingStep:
             optimizer is a :class:`bioelectra.optimization.UpdatedInStepAdamW`).
         max_grad_norm: global gradient-norm clip; 0 or less: no clip (the norm is still computed and logged).
         bf16: bf16 autocast of the forward pass (CUDA), as the Trainer's ``bf16=True``.
-        compile: ``torch.compile`` the forward pass and the update, ``fullgraph=True``.
+        compile: ``torch.compile`` what ``compile_scope`` says, ``fullgraph=True``.
         compile_scope: what compiles (:data:`COMPILE_SCOPES`): ``step`` (the forward pass, the update),
             ``forward`` (the forward pass) or ``layers`` (each transformer layer of ``model``, in place: the
             model's own calls outside the step, an evaluation's, use them too; :meth:`eager_outside_step` keeps
