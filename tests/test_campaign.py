@@ -510,6 +510,19 @@ def test_packs_leave_room_for_the_checkout_that_travels_with_them(tmp_path):
         c.travelling_bytes(tmp_path / "plain")
 
 
+def test_first_fit_packs_fill_the_gaps_and_keep_the_first_chunks_in_pack_1():
+    """Each pack is a device call: a chunk goes into the first pack with room, so a small one fills a gap an
+    earlier pack left instead of opening a new pack, and the order's first chunks (the abstracts) stay in pack 1."""
+    c = load_campaign()
+    places, used = c.assign_to_packs(2, [6, 5, 2, 3, 1], 10)
+    assert places == [[0, 2], [1, 3, 4]]  # filling one pack after the other: [0], [1, 2, 3], [4]: 3 packs
+    assert used == [10, 9]
+    assert sorted(k for pack in places for k in pack) == list(range(5))
+    assert c.assign_to_packs(0, [], 10) == ([[]], [0])
+    with pytest.raises(SystemExit, match="--chunk-bytes"):
+        c.assign_to_packs(0, [4, 11], 10)
+
+
 def test_learning_rate_names_and_choice():
     c = load_campaign()
     assert [c.rate_name(r) for r in (3e-4, 1e-3, 2.5e-4, 5e-5)] == ["3e-4", "1e-3", "2.5e-4", "5e-5"]

@@ -1,4 +1,5 @@
-"""ElectraPretrainingConfig / ElectraPretrainingModel: sizes, shapes, sampling, ties, losses, gradients."""
+"""ElectraPretrainingConfig / ElectraPretrainingModel: sizes, shapes, ties, losses, gradients (the samplers:
+test_sampling.py)."""
 
 import pytest
 import torch
@@ -14,10 +15,7 @@ from bioelectra.configuration import ElectraPretrainingConfig, generator_config_
 from bioelectra.modeling import (
     ElectraPretrainingModel,
     ElectraPretrainingOutput,
-    gumbel_sample,
-    inverse_cdf_sample,
     masked_lm_positions,
-    sample_replacements,
 )
 from bioelectra.presets import ELECTRA_SIZES, preset_config
 
@@ -132,39 +130,6 @@ def test_sample_equal_to_the_original_is_not_replaced():
     assert (out.is_replaced[:, 2] == 0).all()  # [MASK] -> the original token: not replaced
     assert (out.is_replaced[:, 5] == 1).all()  # a kept token -> a different one: replaced
     assert out.disc_input_ids[0, 2] == 9
-
-
-@pytest.mark.parametrize("sample", [gumbel_sample, inverse_cdf_sample, sample_replacements])
-def test_sampling_matches_softmax_and_disallow(sample):
-    torch.manual_seed(0)
-    logits = torch.tensor([[0.0, 1.0, 2.0, -1.0]]).repeat(20000, 1)
-    counts = torch.bincount(sample(logits), minlength=4).float() / 20000
-    assert torch.allclose(counts, torch.softmax(logits[0], -1), atol=0.015)
-    # temperature: low temperature concentrates on the argmax, high flattens
-    assert (sample(logits[:1000], temperature=0.01) == 2).all()
-    hot = torch.bincount(sample(logits, temperature=100.0), minlength=4).float() / 20000
-    assert torch.allclose(hot, torch.full((4,), 0.25), atol=0.02)
-    # disallow: the given token is never drawn, even when it dominates
-    peaked = torch.tensor([[0.0, 50.0, 0.0, 0.0]]).repeat(500, 1)
-    assert not (sample(peaked, disallow=torch.ones(500, dtype=torch.long)) == 1).any()
-    # the first and last entries can be drawn (no off-by-one at the ends of the CDF)
-    ends = torch.tensor([[9.0, -50.0, -50.0, 9.0]]).repeat(2000, 1)
-    assert set(sample(ends).tolist()) == {0, 3}
-    # fp32 arithmetic whatever the input dtype
-    assert sample(logits[:10].bfloat16()).dtype == torch.long
-
-
-def test_inverse_cdf_sampling_on_a_large_vocabulary_matches_softmax():
-    # a realistic shape: 31,620 entries, where a float32 CDF accumulates rounding error
-    torch.manual_seed(1)
-    logits = torch.randn(1, 31620) * 3
-    logits[0, :4] = torch.tensor([16.0, 15.0, 14.5, 13.0])  # p = 0.52, 0.19, 0.12, 0.03; the rest 0.15
-    rows = logits.expand(1000, -1)  # a view: 4,000 draws in four calls, without a 4,000 x 31,620 copy
-    draws = torch.cat([inverse_cdf_sample(rows) for _ in range(4)])
-    probs = torch.softmax(logits[0], -1)
-    counts = torch.bincount(draws, minlength=31620).float() / len(draws)
-    assert torch.allclose(counts[:4], probs[:4], atol=0.02)
-    assert abs(counts[4:].sum() - probs[4:].sum()) < 0.02
 
 
 def test_disallow_correct_always_replaces_masked_positions():

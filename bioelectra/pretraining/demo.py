@@ -6,7 +6,7 @@ probability that the token was replaced (paper Section 2; ``> 0.5`` = "replaced"
 ``disc_accuracy``). The second view corrupts the text the way pre-training does: it picks ``replace_prob`` of
 the candidate tokens (never [CLS], [SEP], [MASK] or [PAD]: the original ``pretrain_helpers._get_candidates_mask``),
 puts [MASK] there, and samples a token at each from the generator's masked-LM distribution at temperature 1
-(:func:`bioelectra.modeling.sample_replacements`); with no generator, uniformly random vocabulary tokens
+(:func:`bioelectra.sampling.sample_replacements`); with no generator, uniformly random vocabulary tokens
 (special tokens excepted). A sample equal to the original token is *not* a replacement (``is_replaced =
 sampled != original``, paper Section 2 and the original ``run_pretraining.py``).
 
@@ -261,7 +261,7 @@ def replace_and_detect(
 
     ``k = max(1, round(n * replace_prob))`` of the ``n`` candidate tokens are picked uniformly without
     replacement. With the generator, all ``k`` become [MASK] and a token is sampled at each from the
-    generator's masked-LM softmax at temperature 1 (:func:`bioelectra.modeling.sample_replacements`, the
+    generator's masked-LM softmax at temperature 1 (:func:`bioelectra.sampling.sample_replacements`, the
     sampler of pre-training); otherwise each gets a uniformly random vocabulary id, special tokens excepted.
     A sample equal to the original token is no replacement (``is_replaced`` 0, ``chosen`` 1).
 
@@ -279,7 +279,7 @@ def replace_and_detect(
         ValueError: empty text, ``replace_prob`` outside (0, 1], an unknown ``replacement``, or
             ``"generator"`` for a model without one.
     """
-    from bioelectra.modeling import sample_replacements
+    from bioelectra.sampling import sample_replacements
 
     if not 0.0 < replace_prob <= 1.0:
         raise ValueError(f"replace_prob={replace_prob}: expected a fraction in (0, 1]")

@@ -91,6 +91,7 @@ from campaign_finetune import (  # noqa: E402, F401
     rate_name,
 )  # fmt: skip
 from campaign_here import (  # noqa: E402, F401
+    assign_to_packs,
     bf16_copy,
     cmd_pack,
     cmd_ship,
