@@ -101,3 +101,19 @@ def test_sampling_bench_reports_each_sampler(capsys, tmp_path):
     assert '"sampler": "two_stage"' in capsys.readouterr().out
     assert json.loads((tmp_path / "sampling.json").read_text()) == report
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_two_stage_compiles_as_one_graph_and_keeps_the_distribution():
+    """The training step compiles the sampler with ``fullgraph=True`` (bioelectra/pretraining/step.py): no graph
+    break, and inductor's kernels (the block log-sum-exp, the gather of one block) draw the same softmax, with
+    a disallowed token and a short last block."""
+    draw = torch.compile(
+        lambda x, d: two_stage_gumbel_sample(x, block=3, disallow=d), fullgraph=True, dynamic=False, backend="inductor"
+    )
+    torch.manual_seed(0)
+    logits = torch.tensor([[0.0, 1.0, 2.0, -1.0, 0.5]]).repeat(20000, 1)
+    samples = draw(logits, torch.full((20000,), 4))
+    counts = torch.bincount(samples, minlength=5).float() / 20000
+    expected = torch.softmax(logits[0].masked_fill(torch.arange(5) == 4, float("-inf")), -1)
+    assert counts[4] == 0
+    assert torch.allclose(counts, expected, atol=0.015)
