@@ -134,6 +134,34 @@ def test_compiled_whole_step_is_one_graph_per_part_and_matches_eager(mode, graph
     torch._dynamo.reset()
 
 
+def test_compiled_forward_graph_holds_no_autocast_so_the_aot_autograd_cache_can_keep_it():
+    """bf16 autocast is set around the compiled forward pass, not inside it: torch's AOT autograd cache refuses a
+    graph with an autocast entry (its log: "Unsupported call_function target _enter_autocast"), and a carried
+    compile cache then still traces the forward and backward passes. The losses are the eager bf16 step's."""
+    graphs = []
+
+    def recording(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def bf16_losses(compile_backend):
+        torch.manual_seed(0)
+        model = ElectraPretrainingModel(_config()).train()
+        optimizer = UpdatedInStepAdamW(decay_parameter_groups(model, weight_decay=0.01), lr=1e-3, weight_decay=0.01)
+        whole = WholeTrainingStep(model, optimizer, max_grad_norm=1.0, bf16=True, compile=compile_backend is not None,
+                                  compile_backend=compile_backend or "inductor", compile_scope="forward")  # fmt: skip
+        return [float(whole(batch).detach()) for batch in _batches()]
+
+    torch._dynamo.reset()
+    compiled = bf16_losses(recording)
+    torch._dynamo.reset()
+    assert len(graphs) == 1
+    targets = [getattr(node.target, "__name__", str(node.target)) for node in graphs[0].graph.nodes]
+    assert not [t for t in targets if "autocast" in t]
+    assert "linear" in targets  # the model is in the graph
+    assert compiled == pytest.approx(bf16_losses(None), rel=1e-6)
+
+
 def test_layer_scoped_compile_compiles_once_per_layer_width_and_matches_eager():
     """compile_scope="layers": each transformer layer compiled in place, identical layers sharing one
     compilation, so the graphs do not grow with the depth (the generator's width and the discriminator's: 2

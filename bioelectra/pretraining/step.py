@@ -172,9 +172,10 @@ class WholeTrainingStep:
 
         The class's ``forward``: accelerate's mixed precision replaces the instance's ``forward`` with one that
         converts every output to float32 (the generator's logits too, hundreds of MB a step at batch 128).
-        Autocast without its cast cache, which CUDA graph capture does not allow."""
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=False):
-            out = type(self.model).forward(self.model, **batch)
+        The caller sets the autocast (:meth:`_step`), so that the compiled graph holds no autocast entry: torch's
+        AOT autograd cache refuses a graph with one, and a carried compile cache then saves inductor's code
+        generation but not the tracing of the forward and backward passes."""
+        out = type(self.model).forward(self.model, **batch)
         return torch.stack([out.loss.float(), out.mlm_loss.float(), out.disc_loss.float()])  # (3,)
 
     def _clip_and_update(self, grads: list[torch.Tensor], losses: torch.Tensor) -> None:
@@ -201,7 +202,13 @@ class WholeTrainingStep:
 
     def _step(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """The whole step on ``batch``; the `(3,)` losses."""
-        losses = self._forward(batch)  # (3,)
+        # bf16 autocast around the (compiled) forward, without its cast cache, which CUDA graph capture does not
+        # allow; off, no autocast at all (a disabled one would still be traced into the graph)
+        if self.bf16:
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, cache_enabled=False):
+                losses = self._forward(batch)  # (3,)
+        else:
+            losses = self._forward(batch)  # (3,)
         grads = torch.autograd.grad(losses[0], self._params, allow_unused=True, materialize_grads=True)
         self._update(list(grads), losses)
         return losses
