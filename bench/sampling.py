@@ -37,19 +37,18 @@ sys.path.insert(0, str(REPO))
 from bioelectra.sampling import SAMPLING_BLOCK, gumbel_sample, two_stage_gumbel_sample  # noqa: E402
 
 
-def head_forward(hidden, weight, bias, labels, sample, bf16: bool):
+def head_forward(hidden, weight, bias, labels, sample):
     """The generator's head: `(M, E)` hidden states, `(V, E)` / `(V,)` projection, `(M,)` labels; returns the
-    `()` masked-LM loss and the `(M,)` samples. Compiled as the training step's forward scope is: the backward
-    is taken outside (``torch.autograd.grad``), and AOT autograd compiles it with the forward."""
-    with torch.autocast(hidden.device.type, dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
-        logits = F.linear(hidden, weight, bias)  # (M, V)
+    `()` masked-LM loss and the `(M,)` samples. Compiled as the training step's forward scope is: the autocast
+    and the backward (``torch.autograd.grad``) outside, AOT autograd compiling the backward with the forward."""
+    logits = F.linear(hidden, weight, bias)  # (M, V)
     loss = F.cross_entropy(logits.float(), labels)
     with torch.no_grad():
         samples = sample(logits)  # (M,)
     return loss, samples
 
 
-def time_case(rows: int, vocab: int, embedding: int, name: str, sample, compiled: bool, repeats: int, device) -> dict:
+def time_case(rows: int, vocab: int, embedding: int, sample, compiled: bool, repeats: int, device) -> dict:
     """One sampler on one shape: the first call (compilation) and ``repeats`` timed calls after 2 warm-ups."""
     gen = torch.Generator(device="cpu").manual_seed(0)
     hidden = torch.randn(rows, embedding, generator=gen).to(device).requires_grad_()
@@ -63,7 +62,8 @@ def time_case(rows: int, vocab: int, embedding: int, name: str, sample, compiled
         fn = torch.compile(head_forward, fullgraph=True, dynamic=False)
 
     def call():
-        loss, samples = fn(hidden, weight, bias, labels, sample, bf16)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
+            loss, samples = fn(hidden, weight, bias, labels, sample)
         grads = torch.autograd.grad(loss, (hidden, weight, bias))
         if device.type == "cuda":
             torch.cuda.synchronize(device)
@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--no-compile", action="store_true", help="eager only")
     p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     args = p.parse_args(argv)
+    cases, blocks = parse_cases(p, args.cases), parse_positive(p, "--blocks", args.blocks)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     report = {
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"{platform.processor() or 'cpu'} x{os.cpu_count()}",
@@ -108,11 +109,10 @@ def main(argv: list[str] | None = None) -> dict:
         "threads": torch.get_num_threads(),
         "cases": [],
     }
-    for case in args.cases.split(","):
-        rows, vocab = (int(x) for x in case.split(":"))
+    for rows, vocab in cases:
         for compiled in (False,) if args.no_compile else (False, True):
-            for name, block, sample in samplers([int(b) for b in args.blocks.split(",")]):
-                timing = time_case(rows, vocab, args.embedding, name, sample, compiled, args.repeats, device)
+            for name, block, sample in samplers(blocks):
+                timing = time_case(rows, vocab, args.embedding, sample, compiled, args.repeats, device)
                 random_per_row = vocab if block is None else math.ceil(vocab / block) + block
                 report["cases"].append({"rows": rows, "vocab": vocab, "embedding": args.embedding, "sampler": name,
                                         "block": block, "compiled": compiled, **timing, "random_per_row": random_per_row})
@@ -120,6 +120,25 @@ def main(argv: list[str] | None = None) -> dict:
                 write_report(report, args.out)  # after every case: a run stopped by a timeout keeps what it did
     print(json.dumps(report, indent=2))
     return report
+
+
+def parse_positive(parser: argparse.ArgumentParser, flag: str, text: str, sep: str = ",") -> list[int]:
+    """``text``'s ``sep``-separated positive integers; anything else is the parser's usage error naming ``flag``."""
+    try:
+        values = [int(x) for x in text.split(sep)]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        parser.error(f"{flag} {text!r}: expected positive integers separated by {sep!r}")
+    return values
+
+
+def parse_cases(parser: argparse.ArgumentParser, text: str) -> list[tuple[int, int]]:
+    """``--cases``' ``rows:vocab`` pairs."""
+    cases = [parse_positive(parser, "--cases", case, ":") for case in text.split(",")]
+    if any(len(case) != 2 for case in cases):
+        parser.error(f"--cases {text!r}: expected rows:vocab pairs separated by ','")
+    return [(rows, vocab) for rows, vocab in cases]
 
 
 def write_report(report: dict, out: Path | None) -> None:

@@ -117,3 +117,16 @@ def test_two_stage_compiles_as_one_graph_and_keeps_the_distribution():
     expected = torch.softmax(logits[0].masked_fill(torch.arange(5) == 4, float("-inf")), -1)
     assert counts[4] == 0
     assert torch.allclose(counts, expected, atol=0.015)
+
+
+@pytest.mark.parametrize("argv", [["--cases", "16"], ["--cases", "16:x"], ["--blocks", "0"], ["--blocks", "64,"]])
+def test_sampling_bench_refuses_malformed_cases_and_blocks(argv, capsys):
+    sys.path.insert(0, str(REPO_ROOT / "bench"))
+    try:
+        import sampling as bench
+    finally:
+        sys.path.remove(str(REPO_ROOT / "bench"))
+    with pytest.raises(SystemExit) as stop:
+        bench.main([*argv, "--no-compile"])
+    assert stop.value.code == 2
+    assert f"{argv[0]} {argv[1]!r}: expected" in capsys.readouterr().err

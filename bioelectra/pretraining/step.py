@@ -203,11 +203,8 @@ class WholeTrainingStep:
     def _step(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """The whole step on ``batch``; the `(3,)` losses."""
         # bf16 autocast around the (compiled) forward, without its cast cache, which CUDA graph capture does not
-        # allow; off, no autocast at all (a disabled one would still be traced into the graph)
-        if self.bf16:
-            with torch.autocast(self.device.type, dtype=torch.bfloat16, cache_enabled=False):
-                losses = self._forward(batch)  # (3,)
-        else:
+        # allow; set here, outside the compiled function, it is a guard of the graph, not a node in it
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=False):
             losses = self._forward(batch)  # (3,)
         grads = torch.autograd.grad(losses[0], self._params, allow_unused=True, materialize_grads=True)
         self._update(list(grads), losses)

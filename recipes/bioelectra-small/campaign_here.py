@@ -278,9 +278,8 @@ def cmd_pack(args) -> None:
     if fixed > limit:
         raise SystemExit(f"error: pack 1's fixed part is {fixed:,} bytes, over the {pack_mib:.1f} MiB of a pack")
     placed, used = assign_to_packs(fixed, [size for *_, size in chunks], limit)
-    packs: list[list[Path]] = [[*pack1_extra] if i == 0 else [] for i in range(len(placed))]
-    for pack, members in zip(packs, placed, strict=True):
-        pack.extend(chunks[k][1] for k in members)
+    packs = [[chunks[k][1] for k in members] for members in placed]
+    packs[0][:0] = pack1_extra
     manifest = {
         "corpus": info,
         "vocab_size": vocab_entries,
