@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from bioelectra.configuration import ElectraPretrainingConfig
+from bioelectra.fused_attention import fuse_qkv_projections
 from bioelectra.masking import ElectraMaskingCollator
 from bioelectra.modeling import ElectraPretrainingModel
 from bioelectra.optimization import ElectraAdamW, UpdatedInStepAdamW, decay_parameter_groups
@@ -52,6 +53,18 @@ def make_batches(n: int, batch: int, seq_len: int, vocab: int, mask_prob: float,
         examples = [{"input_ids": [2, *row.tolist(), 3]} for row in body]
         batches.append(collator(examples))
     return batches
+
+
+def loop_model(
+    config: ElectraPretrainingConfig, *, device: torch.device, optimized: bool, fuse_qkv: bool
+) -> tuple[ElectraPretrainingModel, bool]:
+    """A loop's model, in training mode on ``device``: SDPA attention when ``optimized``, eager attention for the
+    naive loop; with ``fuse_qkv`` (optimized loops only) query, key and value as one projection
+    (:func:`bioelectra.fused_attention.fuse_qkv_projections`). Returns the model and whether it was fused."""
+    config = ElectraPretrainingConfig.from_dict(config.to_dict())
+    config._attn_implementation = "sdpa" if optimized else "eager"
+    model = ElectraPretrainingModel(config).to(device).train()
+    return model, bool(optimized and fuse_qkv and fuse_qkv_projections(model))
 
 
 def loop_optimizer(

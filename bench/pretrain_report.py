@@ -43,23 +43,45 @@ def _pct(value) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def merged_cases(reports: list[dict]) -> list[tuple[tuple[str, int, int], dict[str, dict]]]:
-    """The cases of ``reports`` merged by (size, sequence length, batch), in order of first appearance: for each,
-    the loops of :data:`LOOP_COLUMNS` by heading (the first report that has one wins)."""
-    merged: dict[tuple[str, int, int], dict[str, dict]] = {}
+def loop_variant(loop: dict) -> str:
+    """What sets a loop apart from the same case's others, for its own row: a compiled loop's ``compile_scope``
+    other than ``step`` (``"layers scope"``), and ``fuse_qkv`` (``"fused QKV"``); ``""`` for none."""
+    parts = []
+    if loop.get("compiled") and loop.get("compile_scope") not in (None, "", "step"):
+        parts.append(f"{loop['compile_scope']} scope")
+    if loop.get("fuse_qkv"):
+        parts.append("fused QKV")
+    return ", ".join(parts)
+
+
+def merged_cases(reports: list[dict]) -> list[tuple[tuple[str, int, int, str], dict[str, dict]]]:
+    """The cases of ``reports`` merged by (size, sequence length, batch, :func:`loop_variant`), in order of first
+    appearance: for each, the loops of :data:`LOOP_COLUMNS` by heading (the first report that has one wins). A
+    variant's row (another compile scope, the fused projection) takes the naive loop of the case's plain row for
+    its ratio when it has none of its own."""
+    merged: dict[tuple[str, int, int, str], dict[str, dict]] = {}
     for report in reports:
         for case in report.get("cases", []):
-            loops = merged.setdefault((case["size"], case["seq_len"], case["batch_size"]), {})
             for heading, key, compiled in LOOP_COLUMNS:
                 loop = case.get(key)
-                if loop is None or heading in loops:
+                if loop is None:
                     continue
                 if compiled is not None and bool(loop.get("compiled")) != compiled and "error" not in loop:
                     continue
                 if compiled is True and "error" in loop:
                     continue  # a failed optimized loop counts as the eager step's
-                loops[heading] = loop
-    return list(merged.items())
+                loops = merged.setdefault((case["size"], case["seq_len"], case["batch_size"], loop_variant(loop)), {})
+                loops.setdefault(heading, loop)
+    for (size, seq, batch, variant), loops in merged.items():
+        plain = merged.get((size, seq, batch, ""), {})
+        if variant and "naive fp32" not in loops and "naive fp32" in plain:
+            loops["naive fp32"] = plain["naive fp32"]
+    return [(key, {h: loops[h] for h, _, _ in LOOP_COLUMNS if h in loops}) for key, loops in merged.items()]
+
+
+def _label(key: tuple[str, int, int, str]) -> str:
+    size, _, _, variant = key
+    return case_label(size) + (f" ({variant})" if variant else "")
 
 
 def _best(loops: dict[str, dict]) -> tuple[str | None, dict]:
@@ -68,8 +90,8 @@ def _best(loops: dict[str, dict]) -> tuple[str | None, dict]:
     return max(ok, key=lambda item: item[1]["steps_per_second"], default=(None, {}))
 
 
-def _row(key: tuple[str, int, int], loops: dict[str, dict]) -> str:
-    size, seq, batch = key
+def _row(key: tuple[str, int, int, str], loops: dict[str, dict]) -> str:
+    size, seq, batch, _ = key
     cells = []
     for heading, _, _ in LOOP_COLUMNS:
         loop = loops.get(heading)
@@ -77,21 +99,21 @@ def _row(key: tuple[str, int, int], loops: dict[str, dict]) -> str:
     heading, best = _best(loops)
     naive = (loops.get("naive fp32") or {}).get("steps_per_second")
     ratio = f"x{best['steps_per_second'] / naive:.2f}" if best and naive else "-"
-    target, target_cell = TARGETS.get(key), "-"
+    target, target_cell = TARGETS.get((size, seq, batch)), "-"
     if target is not None:
         figure, bar, _ = target
         met = (best.get(figure) or 0) >= bar
         target_cell = f">= {bar:,.0f} {figure.split('_')[0]}/s on an H100: " + ("met" if met else "not met")
         if not met and "compiled + captured" not in loops:
             target_cell += " (no compiled + captured figure)"
-    return (f"| {case_label(size)} | {batch} x {seq} | " + " | ".join(cells) + f" | {heading or '-'} | {ratio} | "
+    return (f"| {_label(key)} | {batch} x {seq} | " + " | ".join(cells) + f" | {heading or '-'} | {ratio} | "
             f"{_num(best.get('sequences_per_second'), ',.0f')} | {_pct(best.get('mfu_measured'))} | {target_cell} |")  # fmt: skip
 
 
-def _limits(key: tuple[str, int, int], loops: dict[str, dict]) -> list[str]:
+def _limits(key: tuple[str, int, int, str], loops: dict[str, dict]) -> list[str]:
     """What limits the case, per loop profiled: device-busy share, kernels, device time by group, host
     synchronisations, and the time to the first fast step of a compiled or captured loop."""
-    size, seq, batch = key
+    _, seq, batch, _ = key
     lines = []
     for heading, loop in loops.items():
         if "error" in loop:
@@ -111,7 +133,7 @@ def _limits(key: tuple[str, int, int], loops: dict[str, dict]) -> list[str]:
         if parts and (loop.get("compiled") or loop.get("captured")) and loop.get("warmup_seconds") is not None:
             parts.append(f"{loop['warmup_seconds']:.1f} s to the first fast step")
         if parts:
-            lines.append(f"- {case_label(size)}, {batch} x {seq}, {heading}: " + "; ".join(parts) + ".")
+            lines.append(f"- {_label(key)}, {batch} x {seq}, {heading}: " + "; ".join(parts) + ".")
     return lines
 
 

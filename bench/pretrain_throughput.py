@@ -24,7 +24,9 @@ checks that its steps draw new random numbers (``random_stream``: 3 steps at lea
 not give one loss three times). ``--compile-cache FILE`` loads
 ``torch.compile``'s cache artifacts from FILE before the first compilation (when it exists) and writes them there
 at the end, so a later run compiles from them: ``compile_cache`` in the report says which happened, and each
-loop's ``warmup_seconds`` is its time to the first fast step (compilation and capture included).
+loop's ``warmup_seconds`` is its time to the first fast step (compilation and capture included). ``--fuse-qkv``
+computes each self-attention's query, key and value as one projection in the optimized and whole loops
+(:mod:`bioelectra.fused_attention`; ``fuse_qkv`` in each loop's figures).
 
 Targets on one H100 (issue 45, :data:`TARGETS`): ELECTRA-Small (batch 128, seq 128) >= 100 steps/s, at batch 512 >= 16,000 sequences/s;
 ELECTRA-Base (seq 128) >= 3,000 sequences/s; ELECTRA-Base (seq 512) >= 550 sequences/s. ``--markdown
@@ -72,7 +74,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bioelectra.configuration import ElectraPretrainingConfig  # noqa: E402
 from bioelectra.masking import max_predictions_per_seq  # noqa: E402
-from bioelectra.modeling import ElectraPretrainingModel  # noqa: E402
 from bioelectra.optimization import electra_lr_scheduler  # noqa: E402
 from bioelectra.pretraining.step import (  # noqa: E402
     COMPILE_SCOPES,
@@ -83,7 +84,14 @@ from bioelectra.pretraining.step import (  # noqa: E402
 from bioelectra.textio import atomic_write_text  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pretrain_cases import BIO_ELECTRA_VOCAB_SIZE, DEFAULT_BATCH, case_config, loop_optimizer, make_batches  # noqa: E402
+from pretrain_cases import (  # noqa: E402
+    BIO_ELECTRA_VOCAB_SIZE,
+    DEFAULT_BATCH,
+    case_config,
+    loop_model,
+    loop_optimizer,
+    make_batches,
+)
 from pretrain_measure import flops_figures, host_syncs, measured_matmul_flops, profile_steps  # noqa: E402
 from pretrain_report import TARGETS, case_label, markdown, read_report  # noqa: E402, F401  (TARGETS, case_label, markdown: this module's API too)
 
@@ -112,15 +120,15 @@ def run_loop(
     whole: str | None = None,
     losses: list[float] | None = None,
     compile_scope: str = "step",
+    fuse_qkv: bool = False,
 ) -> dict:
     """Train ``steps`` timed steps (after ``warmup`` untimed ones); return the figures (and, with ``profile`` > 0,
     :func:`profile_steps` over that many more steps). ``whole`` (``"whole"`` or ``"captured"``, with ``optimized``):
     the whole training step (:class:`WholeTrainingStep`), compiled with ``compile_model`` as ``compile_scope`` says,
-    captured as a CUDA graph with ``"captured"`` on CUDA. ``losses``: gets each timed step's loss (for :func:`loss_check`)."""
+    captured as a CUDA graph with ``"captured"`` on CUDA; ``fuse_qkv`` (with ``optimized``): :func:`fuse_qkv_projections`.
+    ``losses``: gets each timed step's loss (for :func:`loss_check`)."""
     torch.manual_seed(seed)
-    config = ElectraPretrainingConfig.from_dict(config.to_dict())
-    config._attn_implementation = "sdpa" if optimized else "eager"
-    model = ElectraPretrainingModel(config).to(device).train()
+    model, fused = loop_model(config, device=device, optimized=optimized, fuse_qkv=fuse_qkv)
     use_bf16 = optimized and device.type == "cuda" and torch.cuda.is_bf16_supported()
     optimizer, whole_step = loop_optimizer(
         model, device=device, optimized=optimized, compile_model=compile_model, fused_adamw=fused_adamw,
@@ -174,13 +182,13 @@ def run_loop(
         "warmup_seconds": round(warmup_seconds, 2),
         "final_loss": round(loss_value, 4),
         "bf16_autocast": use_bf16,
-        "attention": config._attn_implementation,
+        "attention": model.config._attn_implementation,
         "compiled": bool(optimized and compile_model),
         "optimizer": type(optimizer).__name__,
+        "fuse_qkv": fused,
     }
     if whole is not None:
-        result["whole_step"] = True
-        result["captured"] = whole_step.capture
+        result.update(whole_step=True, captured=whole_step.capture)
         if whole_step.compiled:
             result["compile_scope"] = whole_step.compile_scope
     if device.type == "cuda":
@@ -297,6 +305,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--compile", action="store_true", help="torch.compile the optimized loop's model")
     parser.add_argument("--compile-scope", default="step", choices=COMPILE_SCOPES,
                         help="the compiled whole-step loops: the forward pass and the update (step) or each layer alone (layers)")
+    parser.add_argument("--fuse-qkv", action="store_true",
+                        help="the optimized loops: query, key and value as one projection (hparam fuse_qkv)")
     parser.add_argument(
         "--fused-adamw",
         action="store_true",
@@ -351,6 +361,7 @@ def run_case(
         device=device,
         compile_model=args.compile,
         compile_scope=args.compile_scope,
+        fuse_qkv=args.fuse_qkv,
         fused_adamw=args.fused_adamw,
         steps=args.steps,
         warmup=args.warmup,

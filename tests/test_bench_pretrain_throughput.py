@@ -184,6 +184,31 @@ def test_markdown_reads_the_figures_the_targets_and_what_limits_each_case(bench,
     assert capsys.readouterr().out == text
 
 
+def test_markdown_gives_another_compile_scope_and_the_fused_projection_rows_of_their_own(bench):
+    """Reports of one case with the whole step compiled in the step scope, in the layers scope and with query, key
+    and value fused: three rows, not the first report's figure alone; each variant's ratio over the plain row's
+    naive loop."""
+    def case(**loops):
+        return {"cases": [{"size": "small", "seq_len": 128, "batch_size": 128, **loops}]}
+
+    def compiled(rate, **extra):
+        return {"steps_per_second": rate, "sequences_per_second": rate * 128, "compiled": True, "captured": True, **extra}
+
+    reports = [
+        case(naive={"steps_per_second": 10.0}, captured={"steps_per_second": 40.0, "compiled": False}),
+        case(compiled_captured=compiled(90.0, compile_scope="step")),
+        case(compiled_captured=compiled(95.0, compile_scope="layers")),
+        case(compiled_captured=compiled(101.0, compile_scope="step", fuse_qkv=True)),
+    ]
+    rows = [line for line in bench.markdown(*reports).splitlines() if line.startswith("| ELECTRA-Small")]
+    assert [row.split(" | ")[0] for row in rows] == [
+        "| ELECTRA-Small", "| ELECTRA-Small (layers scope)", "| ELECTRA-Small (fused QKV)"
+    ]
+    assert "| 10.00 | - | - | 40.00 | 90.00 | compiled + captured | x9.00 |" in rows[0]
+    assert "| 10.00 | - | - | - | 95.00 | compiled + captured | x9.50 |" in rows[1]
+    assert "| 10.00 | - | - | - | 101.00 | compiled + captured | x10.10 |" in rows[2] and rows[2].endswith(": met |")
+
+
 def test_the_committed_gpu_reports_read_as_a_table(bench):
     """bench/results/ keeps the JSON the README's GPU speed table comes from: each report has the bench's
     format (device, cases with size, seq_len, batch_size, and each loop's steps/s, sequences/s, compiled), and

@@ -11,6 +11,7 @@ from pretrain_fixture import Crash, make_data_dir, tiny_hparams
 
 from bioelectra.configuration import ElectraPretrainingConfig
 from bioelectra.diagnostics import attention_entropy
+from bioelectra.fused_attention import fuse_qkv_projections
 from bioelectra.masking import ElectraMaskingCollator, max_predictions_per_seq
 from bioelectra.modeling import ElectraPretrainingModel
 from bioelectra.optimization import (
@@ -59,13 +60,18 @@ def _batches(n: int = 3, batch: int = 8) -> list[dict]:
     ]
 
 
-def _train(mode: str, steps: int = 5, *, backend: str = "aot_eager", bias_correction: bool = False, layers: int = 2):
+def _train(
+    mode: str, steps: int = 5, *, backend: str = "aot_eager", bias_correction: bool = False, layers: int = 2,
+    fuse_qkv: bool = False,
+):  # fmt: skip
     """``steps`` steps of a tiny model: ``trainer`` (forward, backward, clip_grad_norm_, ElectraAdamW, the
     schedule: the Trainer's order) or the whole step (``whole``; ``compiled``, one graph of the forward pass and
-    one of the update; ``forward``, the forward pass's alone; ``layers``, its layers compiled). Returns losses,
-    model, step."""
+    one of the update; ``forward``, the forward pass's alone; ``layers``, its layers compiled), with ``fuse_qkv``
+    query, key and value as one projection. Returns losses, model, step."""
     torch.manual_seed(0)
     model = ElectraPretrainingModel(_config(layers)).train()
+    if fuse_qkv:
+        fuse_qkv_projections(model)
     optimizer_class = ElectraAdamW if mode == "trainer" else UpdatedInStepAdamW
     optimizer = optimizer_class(
         decay_parameter_groups(model, weight_decay=0.01), lr=1e-3, weight_decay=0.01, bias_correction=bias_correction
@@ -131,6 +137,25 @@ def test_compiled_whole_step_is_one_graph_per_part_and_matches_eager(mode, graph
     assert compiled == pytest.approx(eager, rel=1e-5)
     for p, q in zip(model.parameters(), eager_model.parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-6)
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("mode", ["compiled", "layers"])
+def test_compiled_whole_step_with_fused_qkv_is_one_graph_and_matches_the_unfused_eager_step(mode):
+    """hparam fuse_qkv: the fused projection compiles without a graph break in the step and layer scopes, and
+    trains as the three projections do (the same losses and weights after 5 steps, up to float rounding)."""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    eager, eager_model, _ = _train("whole")
+    counters.clear()
+    # "layers" compiles the generator's width and the discriminator's: a second compilation, not a recompilation
+    with torch._dynamo.config.patch(error_on_recompile=mode == "compiled"):
+        compiled, model, _ = _train(mode, fuse_qkv=True)
+    assert counters["stats"]["unique_graphs"] == 2
+    assert compiled == pytest.approx(eager, rel=1e-5)
+    for p, q in zip(model.parameters(), eager_model.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5)
     torch._dynamo.reset()
 
 
@@ -290,6 +315,18 @@ def test_whole_step_refuses_accumulation_and_pads_to_one_shape(data_dir, tmp_pat
     assert trainer.args.torch_compile is False  # the whole step compiles itself, not the Trainer's model
     with pytest.raises(ValueError, match=r"train_step='fused'.*auto or trainer or whole or captured"):
         resolve_hparams("small", {"train_step": "fused"})
+
+
+def test_hparam_fuse_qkv_fuses_the_runs_attention_layers(data_dir, tmp_path):
+    from bioelectra.fused_attention import is_fused, self_attention_modules
+
+    for fuse in (False, True):
+        trainer, _ = prepare_pretraining(
+            data_dir=data_dir, output_dir=tmp_path / str(fuse), hparams=tiny_hparams(train_step="whole", fuse_qkv=fuse)
+        )
+        modules = self_attention_modules(trainer.model)
+        assert modules and [is_fused(m) for m in modules] == [fuse] * len(modules)
+        assert json.loads((tmp_path / str(fuse) / "hparams.json").read_text())["fuse_qkv"] is fuse
 
 
 def test_a_layer_scope_under_the_trainers_step_is_said_to_do_nothing(data_dir, tmp_path, caplog):

@@ -14,6 +14,7 @@ import torch
 from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
 from bioelectra.diagnostics import pretraining_attention_report
+from bioelectra.fused_attention import fuse_qkv_projections
 from bioelectra.hparams import (
     RENAMED,
 )
@@ -376,6 +377,8 @@ def prepare_pretraining(
     )
     set_seed(hp.seed)  # before building the model
     model = _initial_model(model_size, hp, data, init_from=init_from, resume=resume, output_dir=output_dir)
+    if hp.fuse_qkv:
+        logger.info("fuse_qkv: query, key and value as one projection in %d attention layers", fuse_qkv_projections(model))
     eval_dataset = data.validation
     if len(eval_dataset) == 0:
         logger.warning("%s: empty validation split; no pre-training metrics will be computed", data_dir)

@@ -105,6 +105,10 @@ class PretrainingHparams:
             eager (the update's graph is most of ``step``'s compile time); ``layers``, each transformer layer
             on its own, the identical layers compiled once, the rest eager (a 12-layer model compiles about as
             fast as a 1-layer one). Not in the original.
+        fuse_qkv (`bool`, False): compute each self-attention's query, key and value projections as one
+            matrix multiplication (:func:`bioelectra.fused_attention.fuse_qkv_projections`): the same parameters
+            and checkpoints, the same arithmetic up to float rounding, fewer and larger kernels in the step.
+            Not in the original.
         compile_cache (`str`, ""): a file of ``torch.compile``'s cache artifacts: loaded before the first
             compilation when it exists, written after the first compiled step, so a later run on the same
             software and device compiles from it. "": none.
@@ -163,6 +167,7 @@ class PretrainingHparams:
     torch_compile: bool = False
     train_step: str = "auto"
     compile_scope: str = "step"
+    fuse_qkv: bool = False
     compile_cache: str = ""
     pad_to_multiple_of: int = 0
     dataloader_num_workers: int = 0

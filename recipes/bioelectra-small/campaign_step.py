@@ -81,6 +81,8 @@ def _bench(args, cases: str, output: Path, extra: list[str], timeout: float) -> 
         cmd += ["--layers", str(args.layers)]
     if args.batch_size:
         cmd += ["--batch-size", str(args.batch_size)]
+    if args.fuse_qkv:
+        cmd += ["--fuse-qkv"]
     log("$ " + " ".join(cmd))
     started = time.monotonic()
     try:
@@ -199,7 +201,7 @@ def _train(args, timeout: float, cache: Path) -> dict:
     compiled, why = train_compiles(args)
     log(f"train: {why}")
     settings = [["train_step", json.dumps("captured")], ["compile_cache", json.dumps(str(cache))],
-                ["compile_scope", json.dumps(args.compile_scope)],
+                ["compile_scope", json.dumps(args.compile_scope)], ["fuse_qkv", json.dumps(args.fuse_qkv)],
                 *([["logging_steps", json.dumps(args.logging_steps)]] if args.logging_steps else [])]  # fmt: skip
     run_dir = args.work / "run"
     if run_dir.exists():
@@ -234,6 +236,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "bioelectra's COMPILE_SCOPES once it is importable): the forward pass and the update (step; the "
                    "carried cache's), the forward pass alone (forward) or each layer alone, identical layers once "
                    "(layers: 12 layers as fast as 1)")  # fmt: skip
+    p.add_argument("--fuse-qkv", action="store_true",
+                   help="query, key and value as one projection, in every part (bench --fuse-qkv; the run's fuse_qkv)")
     p.add_argument("--cases-eager", default=None, help="the eager part's cases (default: eager_cases)")
     p.add_argument("--cases-compiled", default=None, help="the compiled part's cases (default: compiled_cases)")
     p.add_argument("--cases-loss", default="small:128:128")
