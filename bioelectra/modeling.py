@@ -269,38 +269,19 @@ class ElectraPretrainingModel(PreTrainedModel):
         masked = labels.ne(-100)  # (B, L)
         num_slots = self._prediction_slots(masked)
         positions, weights = masked_lm_positions(masked, num_slots)  # (B, N), (B, N)
-        mlm_labels = labels.gather(1, positions)  # (B, N), -100 in the filler slots
-        # 1. generator: hidden states of the masked sequence, vocabulary scores at the masked positions only
+        # 1. generator: hidden states of the masked sequence; 2. its head: vocabulary scores at the masked
+        # positions only, the masked-LM loss, the sampled replacements and the corrupted sequence
         gen_hidden = self.generator.electra(
             input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
         ).last_hidden_state  # (B, L, H_gen)
-        gen_hidden = gen_hidden.gather(1, positions.unsqueeze(-1).expand(-1, -1, gen_hidden.shape[-1]))  # (B, N, H_gen)
-        gen_logits = self.generator.generator_lm_head(
-            self.generator.generator_predictions(gen_hidden)
-        )  # (B, N, V)
-        # mean over the masked positions (0 when there are none): a sum over the real slots / their count
-        mlm_loss = F.cross_entropy(
-            gen_logits.flatten(0, 1).float(), mlm_labels.flatten(), ignore_index=-100, reduction="sum"
-        ) / weights.sum().clamp(min=1)
-        # 2. sample replacements (no gradient flows to the generator through the discrete sample)
-        with torch.no_grad():
-            sampled_ids = sample_replacements(
-                gen_logits.flatten(0, 1),
-                temperature=cfg.sampling_temperature,
-                disallow=mlm_labels.flatten().clamp(min=0) if cfg.disallow_correct else None,
-            ).view_as(positions)  # (B, N)
-            # the filler slots write back the token that is there (their positions are distinct, unmasked)
-            replacements = torch.where(weights, sampled_ids.to(input_ids.dtype), input_ids.gather(1, positions))
-            disc_input_ids = input_ids.scatter(1, positions, replacements)  # (B, L)
-            original_ids = torch.where(masked, labels, input_ids)  # (B, L)
-            is_replaced = (disc_input_ids.ne(original_ids) & real).long()  # (B, L)
+        mlm_loss, gen_logits, sampled_ids, disc_input_ids, is_replaced = self.generator_head(
+            gen_hidden, input_ids, labels, positions, weights, real
+        )
         # 3. discriminator on the corrupted sequence, loss over real tokens only
-        disc_logits = self.discriminator(
+        disc_hidden = self.discriminator.electra(
             input_ids=disc_input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-        ).logits  # (B, L)
-        disc_loss = F.binary_cross_entropy_with_logits(
-            disc_logits.float(), is_replaced.float(), weight=real.float(), reduction="sum"
-        ) / real.sum().clamp(min=1)  # mean over the real tokens
+        ).last_hidden_state  # (B, L, H)
+        disc_logits, disc_loss = self.discriminator_head(disc_hidden, is_replaced, real)
         # 4. the joint objective (paper eq. 1; original run_pretraining.py)
         loss = cfg.gen_weight * mlm_loss + cfg.disc_weight * disc_loss
         return ElectraPretrainingOutput(
@@ -316,6 +297,73 @@ class ElectraPretrainingModel(PreTrainedModel):
             masked_lm_weights=weights,
             disc_input_ids=disc_input_ids,
         )
+
+    def generator_head(
+        self,
+        gen_hidden: torch.Tensor,
+        input_ids: torch.LongTensor,
+        labels: torch.LongTensor,
+        positions: torch.LongTensor,
+        weights: torch.BoolTensor,
+        real: torch.BoolTensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.LongTensor, torch.LongTensor]:
+        """The generator's head and the corruption (steps 1-2 of :meth:`forward`, after the generator's encoder):
+        the vocabulary scores at the masked slots, the masked-LM loss, a replacement sampled at each slot without
+        gradient (:func:`bioelectra.sampling.sample_replacements`) and the sequence the discriminator sees. A
+        method of its own so that ``compile_scope`` ``layers`` compiles it as one region.
+
+        Args:
+            gen_hidden: `(B, L, H_gen)` the generator encoder's last hidden states.
+            input_ids, labels: `(B, L)` as :meth:`forward` takes them.
+            positions, weights: `(B, N)` from :func:`masked_lm_positions`.
+            real: `(B, L)` bool, True at the real (not padding) tokens.
+
+        Returns:
+            ``(mlm_loss (), gen_logits (B, N, V), sampled_ids (B, N), disc_input_ids (B, L),
+            is_replaced (B, L) int64)``.
+        """
+        cfg = self.config
+        mlm_labels = labels.gather(1, positions)  # (B, N), -100 in the filler slots
+        gen_hidden = gen_hidden.gather(1, positions.unsqueeze(-1).expand(-1, -1, gen_hidden.shape[-1]))  # (B, N, H_gen)
+        gen_logits = self.generator.generator_lm_head(self.generator.generator_predictions(gen_hidden))  # (B, N, V)
+        # mean over the masked positions (0 when there are none): a sum over the real slots / their count
+        mlm_loss = F.cross_entropy(
+            gen_logits.flatten(0, 1).float(), mlm_labels.flatten(), ignore_index=-100, reduction="sum"
+        ) / weights.sum().clamp(min=1)
+        # no gradient flows to the generator through the discrete sample
+        with torch.no_grad():
+            sampled_ids = sample_replacements(
+                gen_logits.flatten(0, 1),
+                temperature=cfg.sampling_temperature,
+                disallow=mlm_labels.flatten().clamp(min=0) if cfg.disallow_correct else None,
+            ).view_as(positions)  # (B, N)
+            # the filler slots write back the token that is there (their positions are distinct, unmasked)
+            replacements = torch.where(weights, sampled_ids.to(input_ids.dtype), input_ids.gather(1, positions))
+            disc_input_ids = input_ids.scatter(1, positions, replacements)  # (B, L)
+            original_ids = torch.where(labels.ne(-100), labels, input_ids)  # (B, L)
+            is_replaced = (disc_input_ids.ne(original_ids) & real).long()  # (B, L)
+        return mlm_loss, gen_logits, sampled_ids, disc_input_ids, is_replaced
+
+    def discriminator_head(
+        self, disc_hidden: torch.Tensor, is_replaced: torch.LongTensor, real: torch.BoolTensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The discriminator's head (``ElectraForPreTraining.discriminator_predictions``) and its loss, the mean
+        binary cross-entropy over the real tokens (step 3 of :meth:`forward`, after the discriminator's encoder;
+        a method of its own, as :meth:`generator_head`).
+
+        Args:
+            disc_hidden: `(B, L, H)` the discriminator encoder's last hidden states.
+            is_replaced: `(B, L)` 1 where the token was replaced.
+            real: `(B, L)` bool, True at the real tokens.
+
+        Returns:
+            ``(disc_logits (B, L), disc_loss ())``.
+        """
+        disc_logits = self.discriminator.discriminator_predictions(disc_hidden)  # (B, L)
+        disc_loss = F.binary_cross_entropy_with_logits(
+            disc_logits.float(), is_replaced.float(), weight=real.float(), reduction="sum"
+        ) / real.sum().clamp(min=1)  # mean over the real tokens
+        return disc_logits, disc_loss
 
     @classmethod
     def from_pair(

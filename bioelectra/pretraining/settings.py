@@ -103,8 +103,9 @@ class PretrainingHparams:
             what compiles (:data:`bioelectra.pretraining.step.COMPILE_SCOPES`): ``step``, the whole forward
             pass as one graph and the update as another; ``forward``, that forward graph alone, the update
             eager (the update's graph is most of ``step``'s compile time); ``layers``, each transformer layer
-            on its own, the identical layers compiled once, the rest eager (a 12-layer model compiles about as
-            fast as a 1-layer one). Not in the original.
+            on its own, the identical layers compiled once, and the embeddings and the generator's and the
+            discriminator's heads each as one graph, the rest eager (a 12-layer model compiles about as fast as
+            a 1-layer one). Not in the original.
         fuse_qkv (`bool`, False): compute each self-attention's query, key and value projections as one
             matrix multiplication (:func:`bioelectra.fused_attention.fuse_qkv_projections`): the same parameters
             and checkpoints, the same arithmetic up to float rounding, fewer and larger kernels in the step.

@@ -16,11 +16,11 @@ the limit: on an H100 the eager step ran at 12 steps/s, 1.8% of the chip (recipe
 ``compile=True`` runs the step through ``torch.compile`` with ``fullgraph=True`` (a graph break is an error, not
 a silent slowdown), as ``compile_scope`` says (:data:`COMPILE_SCOPES`): the whole forward pass (with its
 backward) as one graph and the clip + update as another (``step``), the forward pass alone as one graph and the
-update eager (``forward``), or only each transformer layer on its own, the identical layers sharing one
-compilation, the rest and the update eager (``layers``: torch's "regional compilation"). ``capture=True``
-(CUDA) records the whole step once as a CUDA graph (``torch.cuda.graph``) and replays it: each step is then a
-copy of the batch into static buffers, a fill of the learning rates and one graph launch. Shapes must stay the
-same (``pretrain train`` pads every batch to ``max_seq_length`` and drops an epoch's short last batch).
+update eager (``forward``), or each region on its own (``layers``, torch's "regional compilation": every
+transformer layer, the identical layers sharing one compilation, the embeddings and the two heads; the rest and
+the update eager). ``capture=True`` (CUDA) records the whole step once as a CUDA graph (``torch.cuda.graph``)
+and replays it: each step is then a copy of the batch into static buffers, a fill of the learning rates and one
+graph launch. Shapes must stay the same (``pretrain train`` pads every batch to ``max_seq_length`` and drops an epoch's short last batch).
 
 The arithmetic equals the Trainer's step within float tolerance (the same loss, the same clip, the same
 update): ``tests/test_pretrain_step.py``.
@@ -66,11 +66,14 @@ def resolve_train_step(mode: str, *, cuda: bool, processes: int, accumulation_st
 #: What ``torch.compile`` covers in a compiled whole step (hparam ``compile_scope``): ``step``, the whole forward
 #: pass (embeddings, both encoders, the generator's sampling, the losses) as one graph, every layer unrolled in
 #: it, and the clip + update as another; ``forward``, that forward graph alone, the clip and the update eager;
-#: ``layers``, each transformer layer compiled on its own and nothing else: the rest of the forward pass and
-#: the update run as eager kernels. Under ``capture`` eager kernels are in the CUDA graph all the same, so no
-#: host launches them (the update is a few dozen multi-tensor kernels). With ``layers``, identical layers share
-#: one compilation, so the compile time does not grow with the depth: ELECTRA-Small's 12 discriminator and 12
-#: generator layers compile twice (one per width), not 24 times unrolled. The update's graph grows with the
+#: ``layers`` (torch's "regional compilation"), each region compiled on its own: every transformer layer, the
+#: embedding block, the generator's head (vocabulary scores, masked-LM loss, sampling, corruption) and the
+#: discriminator's head with its loss; the glue between them (the encoders' masks) and the update run as eager
+#: kernels. Under ``capture`` eager kernels are in the CUDA graph all the same, so no host launches them (the
+#: update is a few dozen multi-tensor kernels). With ``layers``, identical layers share one compilation, so the
+#: compile time does not grow with the depth: ELECTRA-Small's 12 discriminator and 12 generator layers compile
+#: twice (one per width), not 24 times unrolled; the heads were added on 2026-11-28 (twelfth session), since in
+#: eager kernels they make several passes over the `(slots, vocabulary)` scores. The update's graph grows with the
 #: parameters (402 in ELECTRA-Small) and was the longest compilation of all. Measured on the 2-core CPU
 #: (2026-11-28, inductor, ELECTRA-Small, batch 4 x 128, a cold inductor cache; the first step / a later one):
 #: ``step`` 145 s with 1 layer and 720 s / 0.69-0.73 s with 12; ``forward`` 159 s / 0.68-0.69 s with 12;
@@ -105,8 +108,8 @@ class WholeTrainingStep:
         bf16: bf16 autocast of the forward pass (CUDA), as the Trainer's ``bf16=True``.
         compile: ``torch.compile`` what ``compile_scope`` says, ``fullgraph=True``.
         compile_scope: what compiles (:data:`COMPILE_SCOPES`): ``step`` (the forward pass, the update),
-            ``forward`` (the forward pass) or ``layers`` (each transformer layer of ``model``, in place: the
-            model's own calls outside the step, an evaluation's, use them too; :meth:`eager_outside_step` keeps
+            ``forward`` (the forward pass) or ``layers`` (each region of ``model``, :func:`compiled_regions` and
+            its two heads, in place: the model's own calls outside the step, an evaluation's, use them too; :meth:`eager_outside_step` keeps
             those eager).
         capture: record the whole step as a CUDA graph at the first call and replay it (CUDA only).
         compile_backend: ``torch.compile``'s backend (``inductor``; tests use ``aot_eager``).
@@ -152,11 +155,13 @@ class WholeTrainingStep:
         if compile and compile_scope == "step":
             self._update = torch.compile(self._clip_and_update, fullgraph=True, dynamic=False, backend=compile_backend)
         if compile and compile_scope == "layers":
-            for layer in transformer_layers(model):
-                # the layer's forward, not Module.compile(): that would trace the module's hooks too, and the
+            for region in compiled_regions(model):
+                # the region's forward, not Module.compile(): that would trace the module's hooks too, and the
                 # output-capturing hooks transformers adds for output_attentions (an evaluation's attention
                 # entropy) read a ContextVar, which dynamo cannot trace
-                layer.forward = torch.compile(layer.forward, fullgraph=True, dynamic=False, backend=compile_backend)
+                region.forward = torch.compile(region.forward, fullgraph=True, dynamic=False, backend=compile_backend)
+            for head in ("generator_head", "discriminator_head"):
+                setattr(model, head, torch.compile(getattr(model, head), fullgraph=True, dynamic=False, backend=compile_backend))
         self.sums = torch.zeros(len(LOSS_NAMES), device=self.device)  # (3,) loss, mlm_loss, disc_loss
         self.count = 0  # steps summed in ``sums``
         self.grad_norm = torch.zeros((), device=self.device)
@@ -327,6 +332,15 @@ class WholeTrainingStep:
         count, self.count = self.count, 0
         self.sums.zero_()
         return sums, count
+
+
+def compiled_regions(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The modules whose ``forward`` ``compile_scope`` ``layers`` compiles one by one: the embedding blocks
+    (``ElectraEmbeddings``: lookups, sum, LayerNorm, dropout; one module when the generator shares the
+    discriminator's) and the transformer layers (:func:`transformer_layers`), in module order, each once."""
+    from transformers.models.electra.modeling_electra import ElectraEmbeddings
+
+    return [m for m in model.modules() if isinstance(m, ElectraEmbeddings)] + transformer_layers(model)
 
 
 def transformer_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
