@@ -20,7 +20,8 @@ update eager (``forward``), or each region on its own (``layers``, torch's "regi
 transformer layer, the identical layers sharing one compilation, the embeddings and the two heads; the rest and
 the update eager). ``capture=True`` (CUDA) records the whole step once as a CUDA graph (``torch.cuda.graph``)
 and replays it: each step is then a copy of the batch into static buffers, a fill of the learning rates and one
-graph launch. Shapes must stay the same (``pretrain train`` pads every batch to ``max_seq_length`` and drops an epoch's short last batch).
+graph launch. Shapes must stay the same (``pretrain train`` pads every batch to ``max_seq_length`` and drops an
+epoch's short last batch).
 
 The arithmetic equals the Trainer's step within float tolerance (the same loss, the same clip, the same
 update): ``tests/test_pretrain_step.py``.
@@ -73,11 +74,12 @@ def resolve_train_step(mode: str, *, cuda: bool, processes: int, accumulation_st
 #: update is a few dozen multi-tensor kernels). With ``layers``, identical layers share one compilation, so the
 #: compile time does not grow with the depth: ELECTRA-Small's 12 discriminator and 12 generator layers compile
 #: twice (one per width), not 24 times unrolled; the heads were added on 2026-11-28 (twelfth session), since in
-#: eager kernels they make several passes over the `(slots, vocabulary)` scores. The update's graph grows with the
-#: parameters (402 in ELECTRA-Small) and was the longest compilation of all. Measured on the 2-core CPU
+#: eager kernels they make several passes over the `(slots, vocabulary)` scores. The update's graph grows with
+#: the parameters (402 in ELECTRA-Small) and was the longest compilation of all. Measured on the 2-core CPU
 #: (2026-11-28, inductor, ELECTRA-Small, batch 4 x 128, a cold inductor cache; the first step / a later one):
 #: ``step`` 145 s with 1 layer and 720 s / 0.69-0.73 s with 12; ``forward`` 159 s / 0.68-0.69 s with 12;
-#: ``layers`` 47 s and 41 s / 0.90-0.92 s (recipes/bioelectra-small/RUNBOOK.md, "Compile time").
+#: ``layers`` 47 s and 41 s / 0.90-0.92 s, with the heads (bench, batch 4 x 128, 4 steps) 72.5-73.2 s /
+#: 0.70-0.84 s against 46-47 s / 0.78-0.89 s without them (recipes/bioelectra-small/RUNBOOK.md, "Compile time").
 COMPILE_SCOPES = ("step", "forward", "layers")
 
 #: The losses summed on the device for the logs, in this order.
@@ -109,8 +111,8 @@ class WholeTrainingStep:
         compile: ``torch.compile`` what ``compile_scope`` says, ``fullgraph=True``.
         compile_scope: what compiles (:data:`COMPILE_SCOPES`): ``step`` (the forward pass, the update),
             ``forward`` (the forward pass) or ``layers`` (each region of ``model``, :func:`compiled_regions` and
-            its two heads, in place: the model's own calls outside the step, an evaluation's, use them too; :meth:`eager_outside_step` keeps
-            those eager).
+            its two heads, in place: the model's own calls outside the step, an evaluation's, use them too;
+            :meth:`eager_outside_step` keeps those eager).
         capture: record the whole step as a CUDA graph at the first call and replay it (CUDA only).
         compile_backend: ``torch.compile``'s backend (``inductor``; tests use ``aot_eager``).
 
@@ -160,8 +162,9 @@ class WholeTrainingStep:
                 # output-capturing hooks transformers adds for output_attentions (an evaluation's attention
                 # entropy) read a ContextVar, which dynamo cannot trace
                 region.forward = torch.compile(region.forward, fullgraph=True, dynamic=False, backend=compile_backend)
-            for head in ("generator_head", "discriminator_head"):
-                setattr(model, head, torch.compile(getattr(model, head), fullgraph=True, dynamic=False, backend=compile_backend))
+            for head in ("generator_head", "discriminator_head"):  # the model's methods, as instance attributes
+                compiled_head = torch.compile(getattr(model, head), fullgraph=True, dynamic=False, backend=compile_backend)
+                setattr(model, head, compiled_head)
         self.sums = torch.zeros(len(LOSS_NAMES), device=self.device)  # (3,) loss, mlm_loss, disc_loss
         self.count = 0  # steps summed in ``sums``
         self.grad_norm = torch.zeros((), device=self.device)

@@ -201,7 +201,7 @@ def _train(args, timeout: float, cache: Path) -> dict:
     compiled, why = train_compiles(args)
     log(f"train: {why}")
     settings = [["train_step", json.dumps("captured")], ["compile_cache", json.dumps(str(cache))],
-                ["compile_scope", json.dumps(args.compile_scope)], ["fuse_qkv", json.dumps(args.fuse_qkv)],
+                ["compile_scope", json.dumps(args.compile_scope)], *([["fuse_qkv", "true"]] if args.fuse_qkv else []),
                 *([["logging_steps", json.dumps(args.logging_steps)]] if args.logging_steps else [])]  # fmt: skip
     run_dir = args.work / "run"
     if run_dir.exists():
