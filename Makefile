@@ -61,6 +61,7 @@ bench: venv
 	$(PY) bench/finetune_throughput.py
 	$(PY) bench/build_data_throughput.py --corpus ohsumed
 	$(PY) bench/pretrain_throughput.py --cases small:128 --batch-size 8 --steps 3 --warmup 1
+	$(PY) bench/adamw_update.py --sizes small --repeats 5
 
 clean:
 	rm -rf runs .pytest_cache .ruff_cache

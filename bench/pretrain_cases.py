@@ -12,7 +12,7 @@ from bioelectra.configuration import ElectraPretrainingConfig
 from bioelectra.fused_attention import fuse_qkv_projections
 from bioelectra.masking import ElectraMaskingCollator
 from bioelectra.modeling import ElectraPretrainingModel
-from bioelectra.optimization import ElectraAdamW, UpdatedInStepAdamW, decay_parameter_groups
+from bioelectra.optimization import ElectraAdamW, UpdatedInStepAdamW, decay_parameter_groups, uses_fused
 from bioelectra.pretraining.step import WholeTrainingStep
 
 BIO_ELECTRA_VOCAB_SIZE = 31620
@@ -53,6 +53,20 @@ def make_batches(n: int, batch: int, seq_len: int, vocab: int, mask_prob: float,
         examples = [{"input_ids": [2, *row.tolist(), 3]} for row in body]
         batches.append(collator(examples))
     return batches
+
+
+def update_label(optimizer: torch.optim.Optimizer, whole_step: WholeTrainingStep | None) -> str:
+    """A loop's optimizer and how its update ran, for the report: ``UpdatedInStepAdamW (fused kernel)``,
+    ``ElectraAdamW (foreach)``, ``ElectraAdamW (per parameter)``, ``UpdatedInStepAdamW (compiled)``, ``AdamW``."""
+    name = type(optimizer).__name__
+    if whole_step is not None:
+        how = "fused kernel" if whole_step.fused_update else "compiled" if whole_step.compile_scope == "step" else "foreach"
+    elif isinstance(optimizer, ElectraAdamW):
+        group = optimizer.param_groups[0]
+        how = ("fused kernel" if uses_fused(group, group["params"][0]) else "foreach") if group["foreach"] else "per parameter"
+    else:
+        return name
+    return f"{name} ({how})"
 
 
 def loop_model(

@@ -91,6 +91,7 @@ from pretrain_cases import (  # noqa: E402
     loop_model,
     loop_optimizer,
     make_batches,
+    update_label,
 )
 from pretrain_measure import flops_figures, host_syncs, measured_matmul_flops, profile_steps  # noqa: E402
 from pretrain_report import TARGETS, case_label, markdown, read_report  # noqa: E402, F401  (TARGETS, case_label, markdown: this module's API too)
@@ -184,7 +185,7 @@ def run_loop(
         "bf16_autocast": use_bf16,
         "attention": model.config._attn_implementation,
         "compiled": bool(optimized and compile_model),
-        "optimizer": type(optimizer).__name__,
+        "optimizer": update_label(optimizer, whole_step),
         "fuse_qkv": fused,
     }
     if whole is not None:

@@ -1,19 +1,28 @@
 """ELECTRA's optimizer and schedule against hand-computed values (original model/optimization.py)."""
 
+import json
 import math
+from unittest import mock
 
 import pytest
 import torch
 from torch import nn
 
 from bioelectra.optimization import (
+    FUSED_MAX_BETA,
+    NO_BIAS_CORRECTION_STEP,
     ElectraAdamW,
     ElectraSchedule,
+    adamw_update_,
     decay_parameter_groups,
     electra_lr_lambda,
     electra_lr_scheduler,
     fit_warmup,
+    fused_adamw_available,
+    uses_fused,
 )
+
+needs_fused = pytest.mark.skipif(not fused_adamw_available("cpu"), reason="torch's fused AdamW kernel does not run on this CPU")
 
 
 def test_lr_is_warmup_times_polynomial_decay_from_step_zero():
@@ -89,17 +98,20 @@ def test_weight_decay_excludes_layernorm_and_biases():
     }
 
 
-@pytest.mark.parametrize("foreach", [True, False])
-def test_adamw_without_bias_correction_matches_the_original_update(foreach):
+@pytest.mark.parametrize(("foreach", "fused"), [(True, False), pytest.param(True, True, marks=needs_fused), (False, None)])
+def test_adamw_without_bias_correction_matches_the_original_update(foreach, fused):
+    """The foreach passes, torch's fused kernel (given NO_BIAS_CORRECTION_STEP) and the per-parameter loop."""
     torch.manual_seed(0)
     w0 = torch.randn(5)
     grads = [torch.randn(5) for _ in range(3)]
     p = nn.Parameter(w0.clone())
-    opt = ElectraAdamW([p], lr=0.1, weight_decay=0.01, eps=1e-6, foreach=foreach)
+    opt = ElectraAdamW([p], lr=0.1, weight_decay=0.01, eps=1e-6, foreach=foreach, fused=fused)
     w, m, v = w0.clone(), torch.zeros(5), torch.zeros(5)
     for g in grads:
         p.grad = g.clone()
-        opt.step()
+        with mock.patch.object(torch, "_fused_adamw_", wraps=torch._fused_adamw_) as kernel:
+            opt.step()
+        assert kernel.called == bool(foreach and fused)
         # original AdamWeightDecayOptimizer.apply_gradients
         m = 0.9 * m + 0.1 * g
         v = 0.999 * v + 0.001 * g * g
@@ -107,11 +119,12 @@ def test_adamw_without_bias_correction_matches_the_original_update(foreach):
         assert torch.allclose(p.detach(), w, atol=1e-6)
 
 
-def test_adamw_with_bias_correction_matches_torch_adamw():
+@pytest.mark.parametrize("fused", [False, pytest.param(True, marks=needs_fused)])
+def test_adamw_with_bias_correction_matches_torch_adamw(fused):
     torch.manual_seed(0)
     a = nn.Parameter(torch.randn(4))
     b = nn.Parameter(a.detach().clone())
-    ours = ElectraAdamW([a], lr=0.01, weight_decay=0.1, eps=1e-8, bias_correction=True)
+    ours = ElectraAdamW([a], lr=0.01, weight_decay=0.1, eps=1e-8, bias_correction=True, fused=fused)
     ref = torch.optim.AdamW([b], lr=0.01, weight_decay=0.1, eps=1e-8)
     for _ in range(5):
         g = torch.randn(4)
@@ -119,6 +132,54 @@ def test_adamw_with_bias_correction_matches_torch_adamw():
         ours.step()
         ref.step()
     assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_the_fused_kernels_bias_correction_is_exactly_one_at_the_no_correction_step():
+    for beta in (0.9, 0.999, 0.99999, FUSED_MAX_BETA - 1e-12):
+        assert 1.0 - beta**NO_BIAS_CORRECTION_STEP == 1.0  # float64, as the kernels take beta
+    for beta in (0.9, 0.999, 0.99999):
+        assert float(1.0 - torch.tensor(beta) ** NO_BIAS_CORRECTION_STEP) == 1.0  # float32
+    assert 1.0 - 0.999999999999**NO_BIAS_CORRECTION_STEP < 1.0  # why the kernel is not used that close to 1
+
+
+@needs_fused
+@pytest.mark.parametrize("bias_correction", [False, True])
+def test_fused_update_equals_the_foreach_update_with_tensor_rates_and_in_a_compiled_function(bias_correction):
+    """Several steps of ELECTRA-like shapes at a 0-d tensor learning rate: the fused kernel's parameters and
+    moments equal the foreach passes'. Traced by torch.compile (fullgraph) the fused request runs the foreach
+    passes, which compile, and gives the same values."""
+    torch.manual_seed(0)
+    shapes = [(30, 8), (8,), (16, 8), (1,)]
+    grads = [[torch.randn(s) for s in shapes] for _ in range(4)]
+    lr = torch.tensor(1e-2)
+
+    def train(fused: bool, compiled: bool = False):
+        torch.manual_seed(1)
+        params = [torch.randn(s) for s in shapes]
+        m, v = [torch.zeros(s) for s in shapes], [torch.zeros(s) for s in shapes]
+        update = lambda g, step: adamw_update_(  # noqa: E731
+            params, g, m, v, lr=lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01, step=step, fused=fused
+        )
+        if compiled:
+            update = torch.compile(update, backend="aot_eager", fullgraph=True)
+        for t, g in enumerate(grads, start=1):
+            update([x.clone() for x in g], torch.tensor(float(t)) if bias_correction else None)
+        return params + m + v
+
+    reference = train(False)
+    # with the correction, the kernel divides by 1 - beta^t in float64, the foreach passes in float32
+    tolerance = dict(rtol=3e-5, atol=1e-6) if bias_correction else dict(rtol=1e-6, atol=1e-7)
+    for got in (train(True), train(True, compiled=True)):
+        for a, b in zip(got, reference, strict=True):
+            torch.testing.assert_close(a, b, **tolerance)
+    torch._dynamo.reset()
+
+
+def test_a_group_uses_the_fused_kernel_as_set_or_where_it_runs():
+    p = nn.Parameter(torch.zeros(2))
+    assert uses_fused({"fused": True}, p) and not uses_fused({"fused": False}, p)
+    assert uses_fused({"fused": None}, p) == uses_fused({}, p) == fused_adamw_available("cpu")
+    assert ElectraAdamW([p]).param_groups[0]["fused"] is None
 
 
 def test_first_step_without_bias_correction_is_smaller():
@@ -140,3 +201,19 @@ def test_make_optimizer_picks_electras_adamw_off_cuda():
         [{"params": [p]}], resolve_hparams("small", {"adam_bias_correction": True}), cuda=False
     )
     assert isinstance(corrected, ElectraAdamW) and corrected.defaults["bias_correction"] is True
+
+
+@needs_fused
+def test_adamw_update_bench_reports_both_updates(tmp_path, capsys):
+    """bench/adamw_update.py on ELECTRA-Small's parameter groups (a 1,000-entry vocabulary): both updates timed,
+    the same parameters reached from the same state, the JSON printed and written."""
+    from conftest import REPO_ROOT, load_script
+
+    bench = load_script(REPO_ROOT / "bench" / "adamw_update.py")
+    report = bench.main(["--sizes", "small", "--vocab-size", "1000", "--repeats", "1", "--device", "cpu",
+                         "--out", str(tmp_path / "adamw.json")])  # fmt: skip
+    (case,) = report["cases"]
+    assert case["size"] == "small" and case["tensors"] > 100 and case["parameters"] > 10_000_000
+    assert case["foreach"]["ms_per_update"] > 0 and case["fused"]["ms_per_update"] > 0 and case["fused_speedup"] > 0
+    assert case["max_parameter_difference"] < 1e-6
+    assert json.loads((tmp_path / "adamw.json").read_text()) == report == json.loads(capsys.readouterr().out)

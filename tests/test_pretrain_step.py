@@ -20,6 +20,7 @@ from bioelectra.optimization import (
     adamw_update_,
     decay_parameter_groups,
     electra_lr_scheduler,
+    fused_adamw_available,
 )
 from bioelectra.pretraining.jobs import prepare_pretraining, run_pretraining
 from bioelectra.pretraining.settings import resolve_hparams
@@ -156,6 +157,20 @@ def test_compiled_whole_step_with_fused_qkv_is_one_graph_and_matches_the_unfused
     assert compiled == pytest.approx(eager, rel=1e-5)
     for p, q in zip(model.parameters(), eager_model.parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5)
+    torch._dynamo.reset()
+
+
+@pytest.mark.skipif(not fused_adamw_available("cpu"), reason="torch's fused AdamW kernel does not run on this CPU")
+@pytest.mark.parametrize(("mode", "kernel_calls"), [("whole", 2), ("forward", 2), ("compiled", 0)])
+def test_the_whole_steps_eager_update_runs_torchs_fused_kernel(mode, kernel_calls):
+    """One call of torch's fused AdamW kernel per parameter group and step where the update runs eagerly (the
+    whole step, compile_scope forward); the compiled update (step) traces the foreach passes instead."""
+    from unittest import mock
+
+    torch._dynamo.reset()
+    with mock.patch.object(torch, "_fused_adamw_", wraps=torch._fused_adamw_) as kernel:
+        _train(mode, steps=1)
+    assert kernel.call_count == kernel_calls  # 2 groups: with weight decay and without
     torch._dynamo.reset()
 
 

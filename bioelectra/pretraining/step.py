@@ -10,7 +10,8 @@ the limit: on an H100 the eager step ran at 12 steps/s, 1.8% of the chip (recipe
 3. the global gradient-norm clip (the formula of ``torch.nn.utils.clip_grad_norm_``, the Trainer's clip:
    ``g *= min(1, max_norm / (norm + 1e-6))``);
 4. the optimizer's update (:func:`bioelectra.optimization.adamw_update_`, the original's AdamW) on the
-   optimizer's own state, the learning rate read from a 0-d device tensor per parameter group;
+   optimizer's own state, the learning rate read from a 0-d device tensor per parameter group; uncompiled
+   (``compile_scope`` ``forward`` and ``layers``), through torch's fused AdamW kernel where it runs;
 5. the sums of ``loss``, ``mlm_loss``, ``disc_loss`` accumulated on the device, read at logging time.
 
 ``compile=True`` runs the step through ``torch.compile`` with ``fullgraph=True`` (a graph break is an error, not
@@ -36,7 +37,7 @@ from pathlib import Path
 
 import torch
 
-from bioelectra.optimization import adamw_update_
+from bioelectra.optimization import adamw_update_, uses_fused
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +119,8 @@ class WholeTrainingStep:
 
     Attributes:
         grad_norm (`torch.Tensor` of shape `()`): the global gradient norm of the last step, before the clip.
+        fused_update (`bool`): whether the update runs through torch's fused AdamW kernel (known from the first
+            step on; never with ``compile_scope`` ``step``, whose compiled update traces the foreach passes).
 
     Raises:
         ValueError: ``capture`` off CUDA, an optimizer that is not an ``ElectraAdamW``, or a ``compile_scope``
@@ -168,6 +171,7 @@ class WholeTrainingStep:
         self.sums = torch.zeros(len(LOSS_NAMES), device=self.device)  # (3,) loss, mlm_loss, disc_loss
         self.count = 0  # steps summed in ``sums``
         self.grad_norm = torch.zeros((), device=self.device)
+        self.fused_update = False
         self._bound = False
         self._graph: torch.cuda.CUDAGraph | None = None
         self._static: dict[str, torch.Tensor] = {}
@@ -196,7 +200,7 @@ class WholeTrainingStep:
                 coef = torch.clamp(self.max_grad_norm / (grad_norm + CLIP_EPS), max=1.0)  # ()
                 torch._foreach_mul_(grads, coef)
             start = 0
-            for (betas, eps, weight_decay, bias_correction), lr, steps, (params, exp_avgs, exp_avg_sqs) in zip(
+            for (betas, eps, weight_decay, bias_correction, fused), lr, steps, (params, exp_avgs, exp_avg_sqs) in zip(
                 self._constants, self._lrs, self._steps, self._groups, strict=True
             ):
                 group_grads = grads[start : start + len(params)]
@@ -204,7 +208,7 @@ class WholeTrainingStep:
                 torch._foreach_add_(steps, 1.0)
                 adamw_update_(
                     params, group_grads, exp_avgs, exp_avg_sqs, lr=lr, betas=betas, eps=eps,
-                    weight_decay=weight_decay, step=steps[0] if bias_correction else None,
+                    weight_decay=weight_decay, step=steps[0] if bias_correction else None, fused=fused,
                 )  # fmt: skip
             self.sums.add_(losses.detach())
 
@@ -229,8 +233,11 @@ class WholeTrainingStep:
             # the constants as a plain tuple: torch.compile guards on every value of a dict it reads, and the
             # group's "lr" changes each step (a recompilation each time)
             betas = (float(group["betas"][0]), float(group["betas"][1]))
-            self._constants.append((betas, float(group["eps"]), float(group["weight_decay"]), bool(group["bias_correction"])))
             params = [p for p in group["params"] if p.requires_grad]
+            fused = bool(params) and uses_fused(group, params[0])  # torch's fused kernel where it runs (not compiled)
+            self._constants.append(
+                (betas, float(group["eps"]), float(group["weight_decay"]), bool(group["bias_correction"]), fused)
+            )
             exp_avgs, exp_avg_sqs, steps = [], [], []
             for p in params:
                 state = self.optimizer.state[p]
@@ -246,6 +253,7 @@ class WholeTrainingStep:
             self._groups.append((params, exp_avgs, exp_avg_sqs))
             self._steps.append(steps)
             self._lrs.append(torch.tensor(float(group["lr"]), dtype=torch.float32, device=self.device))
+        self.fused_update = any(c[-1] for c in self._constants) and not (self.compiled and self.compile_scope == "step")
         self._bound = True
 
     def _set_learning_rates(self) -> None:
