@@ -155,13 +155,16 @@ def fused_adamw_available(device: str) -> bool:
     tried once per device on a 2-element tensor (an older torch or another device type says no, logged)."""
     if not hasattr(torch, "_fused_adamw_"):
         return False
-    try:
-        one = [torch.zeros(2, device=device)]
-        scalar = torch.ones((), device=device)
-        torch._fused_adamw_(one, [torch.ones(2, device=device)], [torch.zeros(2, device=device)],
-                            [torch.zeros(2, device=device)], [], [scalar], lr=scalar * 1e-3, beta1=0.9, beta2=0.999,
-                            weight_decay=0.0, eps=1e-6, amsgrad=False, maximize=False)  # fmt: skip
-        return bool(torch.isfinite(one[0]).all())
+    try:  # as adamw_update_ calls it: two tensors sharing one step-count tensor, a tensor learning rate
+        params = [torch.zeros(2, device=device), torch.zeros(3, device=device)]
+        moments = [[torch.zeros_like(p) for p in params] for _ in range(2)]
+        step = torch.full((), NO_BIAS_CORRECTION_STEP, device=device)
+        torch._fused_adamw_(params, [torch.ones_like(p) for p in params], *moments, [], [step, step],
+                            lr=torch.full((), 1e-3, device=device), beta1=0.9, beta2=0.999, weight_decay=0.0,
+                            eps=1e-6, amsgrad=False, maximize=False)  # fmt: skip
+        # the first update without bias correction: -lr * 0.1 / (sqrt(0.001) + eps) on every entry
+        expected = -1e-3 * 0.1 / (0.001**0.5 + 1e-6)
+        return all(torch.allclose(p.cpu(), torch.full_like(p.cpu(), expected), rtol=1e-4) for p in params)
     except (RuntimeError, NotImplementedError, TypeError) as exc:
         logger.info("torch's fused AdamW kernel does not run on %s (%s): the foreach update is used", device, exc)
         return False
