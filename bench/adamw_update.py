@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bioelectra.configuration import ElectraPretrainingConfig  # noqa: E402
 from bioelectra.modeling import ElectraPretrainingModel  # noqa: E402
 from bioelectra.optimization import adamw_update_, decay_parameter_groups, fused_adamw_available  # noqa: E402
+from bioelectra.presets import ELECTRA_SIZES  # noqa: E402
 from bioelectra.textio import atomic_write_text  # noqa: E402
 
 WARMUP = 3
@@ -101,6 +102,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     args = parser.parse_args(argv)
+    sizes = [s for s in args.sizes.split(",") if s]
+    unknown = [s for s in sizes if s not in ELECTRA_SIZES]
+    if unknown or not sizes:
+        parser.error(f"--sizes {args.sizes!r}: expected presets among {', '.join(sorted(ELECTRA_SIZES))}, comma-separated")
+    if args.repeats < 1:
+        parser.error(f"--repeats {args.repeats}: expected at least 1 timed update")
     device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
     report = {
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
@@ -108,7 +115,7 @@ def main(argv: list[str] | None = None) -> dict:
         "threads": torch.get_num_threads(),
         "cases": [],
     }
-    for size in [s for s in args.sizes.split(",") if s]:
+    for size in sizes:
         report["cases"].append(measure(size, vocab_size=args.vocab_size, device=device, repeats=args.repeats))
         if args.out:
             atomic_write_text(args.out, json.dumps(report, indent=2) + "\n")

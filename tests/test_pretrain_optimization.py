@@ -217,3 +217,16 @@ def test_adamw_update_bench_reports_both_updates(tmp_path, capsys):
     assert case["foreach"]["ms_per_update"] > 0 and case["fused"]["ms_per_update"] > 0 and case["fused_speedup"] > 0
     assert case["max_parameter_difference"] < 1e-6
     assert json.loads((tmp_path / "adamw.json").read_text()) == report == json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--sizes", "tiny"], "--sizes 'tiny': expected presets among base, large, small"),
+    (["--repeats", "0"], "--repeats 0: expected at least 1 timed update"),
+])  # fmt: skip
+def test_adamw_update_bench_refuses_unknown_sizes_and_no_repeats(argv, message, capsys):
+    from conftest import REPO_ROOT, load_script
+
+    bench = load_script(REPO_ROOT / "bench" / "adamw_update.py")
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(argv)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
