@@ -12,7 +12,13 @@ from bioelectra.configuration import ElectraPretrainingConfig
 from bioelectra.fused_attention import fuse_qkv_projections
 from bioelectra.masking import ElectraMaskingCollator
 from bioelectra.modeling import ElectraPretrainingModel
-from bioelectra.optimization import ElectraAdamW, UpdatedInStepAdamW, decay_parameter_groups, uses_fused
+from bioelectra.optimization import (
+    ElectraAdamW,
+    UpdatedInStepAdamW,
+    decay_parameter_groups,
+    electra_lr_scheduler,
+    uses_fused,
+)
 from bioelectra.pretraining.step import WholeTrainingStep
 
 BIO_ELECTRA_VOCAB_SIZE = 31620
@@ -91,10 +97,12 @@ def loop_optimizer(
     whole: str | None,
     use_bf16: bool,
     compile_scope: str = "step",
-) -> tuple[torch.optim.Optimizer, WholeTrainingStep | None]:
-    """``(optimizer, whole step or None)`` of a :func:`run_loop`: the whole step's :class:`UpdatedInStepAdamW`,
-    torch's fused AdamW (``fused_adamw`` on CUDA), or ELECTRA's AdamW (foreach kernels when ``optimized``).
-    ``compile_scope``: the whole step's (:data:`bioelectra.pretraining.step.COMPILE_SCOPES`)."""
+    compile_options: dict | None = None,
+) -> tuple[torch.optim.Optimizer, WholeTrainingStep | None, torch.optim.lr_scheduler.LRScheduler]:
+    """``(optimizer, whole step or None, scheduler)`` of a :func:`run_loop`: the whole step's
+    :class:`UpdatedInStepAdamW`, torch's fused AdamW (``fused_adamw`` on CUDA), or ELECTRA's AdamW (foreach kernels
+    when ``optimized``); ELECTRA's schedule (10 warmup steps). ``compile_scope`` and ``compile_options`` (inductor's
+    options, :func:`bioelectra.pretraining.compile_options.inductor_options`): the whole step's."""
     groups = decay_parameter_groups(model, weight_decay=0.01)
     whole_step = None
     if whole is not None:
@@ -102,9 +110,13 @@ def loop_optimizer(
         whole_step = WholeTrainingStep(
             model, optimizer, max_grad_norm=1.0, bf16=use_bf16, compile=compile_model,
             capture=whole == "captured" and device.type == "cuda", compile_scope=compile_scope,
+            compile_options=compile_options,
         )  # fmt: skip
     elif optimized and fused_adamw and device.type == "cuda":  # bias-corrected: not the original's update
         optimizer = torch.optim.AdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01, fused=True)
     else:
         optimizer = ElectraAdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01, foreach=optimized)
-    return optimizer, whole_step
+    scheduler = electra_lr_scheduler(optimizer, warmup_steps=10, num_train_steps=10_000)
+    if whole_step is not None:  # a no-op (the update is in the whole step) that the Trainer calls too; else the
+        optimizer.step()  # scheduler warns that it stepped first
+    return optimizer, whole_step, scheduler

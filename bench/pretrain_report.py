@@ -45,10 +45,15 @@ def _pct(value) -> str:
 
 def loop_variant(loop: dict) -> str:
     """What sets a loop apart from the same case's others, for its own row: a compiled loop's ``compile_scope``
-    other than ``step`` (``"layers scope"``), and ``fuse_qkv`` (``"fused QKV"``); ``""`` for none."""
+    other than ``step`` (``"layers scope"``), its inductor options (``"inductor max_autotune,
+    coordinate_descent_tuning"``: those set true by name, others as ``name=value``), and ``fuse_qkv``
+    (``"fused QKV"``); ``""`` for none."""
     parts = []
     if loop.get("compiled") and loop.get("compile_scope") not in (None, "", "step"):
         parts.append(f"{loop['compile_scope']} scope")
+    if loop.get("compiled") and loop.get("compile_options"):
+        options = loop["compile_options"]
+        parts.append("inductor " + ", ".join(k if v is True else f"{k}={v}" for k, v in sorted(options.items())))
     if loop.get("fuse_qkv"):
         parts.append("fused QKV")
     return ", ".join(parts)

@@ -26,7 +26,10 @@ not give one loss three times). ``--compile-cache FILE`` loads
 at the end, so a later run compiles from them: ``compile_cache`` in the report says which happened, and each
 loop's ``warmup_seconds`` is its time to the first fast step (compilation and capture included). ``--fuse-qkv``
 computes each self-attention's query, key and value as one projection in the optimized and whole loops
-(:mod:`bioelectra.fused_attention`; ``fuse_qkv`` in each loop's figures).
+(:mod:`bioelectra.fused_attention`; ``fuse_qkv`` in each loop's figures). ``--compile-mode`` and
+``--compile-options`` tell every compiled loop's ``torch.compile`` a mode and inductor's options (the hparams
+``compile_mode`` and ``compile_options``, :mod:`bioelectra.pretraining.compile_options`; each compiled loop's
+``compile_options`` in the report is the merged dict, ``{}`` for inductor's defaults).
 
 Targets on one H100 (issue 45, :data:`TARGETS`): ELECTRA-Small (batch 128, seq 128) >= 100 steps/s, at batch 512 >= 16,000 sequences/s;
 ELECTRA-Base (seq 128) >= 3,000 sequences/s; ELECTRA-Base (seq 512) >= 550 sequences/s. ``--markdown
@@ -74,7 +77,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bioelectra.configuration import ElectraPretrainingConfig  # noqa: E402
 from bioelectra.masking import max_predictions_per_seq  # noqa: E402
-from bioelectra.optimization import electra_lr_scheduler  # noqa: E402
+from bioelectra.pretraining.compile_options import COMPILE_MODES, inductor_options  # noqa: E402
 from bioelectra.pretraining.step import (  # noqa: E402
     COMPILE_SCOPES,
     WholeTrainingStep,
@@ -121,24 +124,24 @@ def run_loop(
     whole: str | None = None,
     losses: list[float] | None = None,
     compile_scope: str = "step",
+    compile_options: dict | None = None,
     fuse_qkv: bool = False,
 ) -> dict:
     """Train ``steps`` timed steps (after ``warmup`` untimed ones); return the figures (and, with ``profile`` > 0,
     :func:`profile_steps` over that many more steps). ``whole`` (``"whole"`` or ``"captured"``, with ``optimized``):
-    the whole training step (:class:`WholeTrainingStep`), compiled with ``compile_model`` as ``compile_scope`` says,
-    captured as a CUDA graph with ``"captured"`` on CUDA; ``fuse_qkv`` (with ``optimized``): :func:`fuse_qkv_projections`.
+    the whole training step (:class:`WholeTrainingStep`), compiled with ``compile_model`` as ``compile_scope`` says
+    (inductor's ``compile_options``), captured as a CUDA graph with ``"captured"`` on CUDA; ``fuse_qkv`` (with
+    ``optimized``): :func:`fuse_qkv_projections`.
     ``losses``: gets each timed step's loss (for :func:`loss_check`)."""
     torch.manual_seed(seed)
     model, fused = loop_model(config, device=device, optimized=optimized, fuse_qkv=fuse_qkv)
     use_bf16 = optimized and device.type == "cuda" and torch.cuda.is_bf16_supported()
-    optimizer, whole_step = loop_optimizer(
+    optimizer, whole_step, scheduler = loop_optimizer(
         model, device=device, optimized=optimized, compile_model=compile_model, fused_adamw=fused_adamw,
-        whole=whole, use_bf16=use_bf16, compile_scope=compile_scope,
+        whole=whole, use_bf16=use_bf16, compile_scope=compile_scope, compile_options=compile_options,
     )  # fmt: skip
-    scheduler = electra_lr_scheduler(optimizer, warmup_steps=10, num_train_steps=10_000)
-    if whole_step is not None:  # a no-op (the update is in the whole step) that the Trainer calls too; else the
-        optimizer.step()  # scheduler warns that it stepped first
-    forward = torch.compile(model) if (optimized and compile_model and whole is None) else model
+    options = {"options": compile_options} if compile_options else {}
+    forward = torch.compile(model, **options) if (optimized and compile_model and whole is None) else model
     batches = [{k: v.to(device, non_blocking=True) for k, v in b.items()} for b in batches]
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
@@ -186,12 +189,12 @@ def run_loop(
         "attention": model.config._attn_implementation,
         "compiled": bool(optimized and compile_model),
         "optimizer": update_label(optimizer, whole_step),
+        "compile_options": dict(compile_options or {}) if optimized and compile_model else None,
         "fuse_qkv": fused,
     }
     if whole is not None:
-        result.update(whole_step=True, captured=whole_step.capture)
-        if whole_step.compiled:
-            result["compile_scope"] = whole_step.compile_scope
+        scope = {"compile_scope": whole_step.compile_scope} if whole_step.compiled else {}
+        result.update(whole_step=True, captured=whole_step.capture, **scope)
     if device.type == "cuda":
         result["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated(device))
     else:  # process-wide peak resident set (ru_maxrss is KiB on Linux): includes earlier cases
@@ -306,6 +309,12 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--compile", action="store_true", help="torch.compile the optimized loop's model")
     parser.add_argument("--compile-scope", default="step", choices=COMPILE_SCOPES,
                         help="the compiled whole-step loops: the forward pass and the update (step) or each layer alone (layers)")
+    parser.add_argument("--compile-mode", default="default", choices=COMPILE_MODES,
+                        help="the compiled loops: torch.compile's mode (hparam compile_mode; max-autotune-no-cudagraphs "
+                             "autotunes; the captured loops refuse the modes with inductor's own CUDA graphs)")
+    parser.add_argument("--compile-options", type=json_object, default=None, metavar="JSON",
+                        help='the compiled loops: inductor options over the mode\'s (hparam compile_options), e.g. '
+                             '\'{"combo_kernels": true}\'')
     parser.add_argument("--fuse-qkv", action="store_true",
                         help="the optimized loops: query, key and value as one projection (hparam fuse_qkv)")
     parser.add_argument(
@@ -362,6 +371,7 @@ def run_case(
         device=device,
         compile_model=args.compile,
         compile_scope=args.compile_scope,
+        compile_options=args.inductor_options,
         fuse_qkv=args.fuse_qkv,
         fused_adamw=args.fused_adamw,
         steps=args.steps,
@@ -401,6 +411,17 @@ def run_case(
     return entry
 
 
+def json_object(text: str) -> dict:
+    """``--compile-options``: a JSON object."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = make_parser()
     args = parser.parse_args(argv)
@@ -417,6 +438,11 @@ def main(argv: list[str] | None = None) -> dict:
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     else:
         device = torch.device(args.device)
+    capture = device.type == "cuda" and any(WHOLE_LOOPS[name][0] == "captured" for name in whole_loops)
+    try:
+        args.inductor_options = inductor_options(args.compile_mode, args.compile_options, capture=capture)
+    except ValueError as exc:
+        parser.error(f"--compile-mode / --compile-options: {exc}")
     report = {
         "device": torch.cuda.get_device_name(device)
         if device.type == "cuda"

@@ -205,6 +205,8 @@ def test_hparams_values_of_the_wrong_type_name_the_key(tmp_path):
                   "hparam 'num_train_steps': expected int, got str '5'")  # fmt: skip
     fails_clearly(pretrain_app, ["train", "--data-dir", tmp_path, "--hparams", '{"compile_scope": "model"}'],
                   "hparam compile_scope='model': expected one of step, forward, layers")  # fmt: skip
+    fails_clearly(pretrain_app, ["train", "--data-dir", tmp_path, "--hparams", '{"compile_options": {"max-autotun": true}}'],
+                  "hparam compile_options: 'max-autotun' is not an option of torch's inductor (did you mean max_autotune")  # fmt: skip
 
 
 # --- 7. leftovers -----------------------------------------------------------------------------------

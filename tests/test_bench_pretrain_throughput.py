@@ -185,9 +185,9 @@ def test_markdown_reads_the_figures_the_targets_and_what_limits_each_case(bench,
 
 
 def test_markdown_gives_another_compile_scope_and_the_fused_projection_rows_of_their_own(bench):
-    """Reports of one case with the whole step compiled in the step scope, in the layers scope and with query, key
-    and value fused: three rows, not the first report's figure alone; each variant's ratio over the plain row's
-    naive loop."""
+    """Reports of one case with the whole step compiled in the step scope, in the layers scope, with query, key
+    and value fused and with inductor's autotuning: four rows, not the first report's figure alone (a loop with
+    inductor's default options is the plain row's); each variant's ratio over the plain row's naive loop."""
     def case(**loops):
         return {"cases": [{"size": "small", "seq_len": 128, "batch_size": 128, **loops}]}
 
@@ -199,14 +199,20 @@ def test_markdown_gives_another_compile_scope_and_the_fused_projection_rows_of_t
         case(compiled_captured=compiled(90.0, compile_scope="step")),
         case(compiled_captured=compiled(95.0, compile_scope="layers")),
         case(compiled_captured=compiled(101.0, compile_scope="step", fuse_qkv=True)),
+        case(compiled_captured=compiled(
+            97.0, compile_scope="step", compile_options={"max_autotune": True, "coordinate_descent_tuning": True}
+        )),
+        case(compiled_captured=compiled(92.0, compile_scope="step", compile_options={})),  # defaults: the plain row
     ]
     rows = [line for line in bench.markdown(*reports).splitlines() if line.startswith("| ELECTRA-Small")]
     assert [row.split(" | ")[0] for row in rows] == [
-        "| ELECTRA-Small", "| ELECTRA-Small (layers scope)", "| ELECTRA-Small (fused QKV)"
-    ]
+        "| ELECTRA-Small", "| ELECTRA-Small (layers scope)", "| ELECTRA-Small (fused QKV)",
+        "| ELECTRA-Small (inductor coordinate_descent_tuning, max_autotune)",
+    ]  # fmt: skip
     assert "| 10.00 | - | - | 40.00 | 90.00 | compiled + captured | x9.00 |" in rows[0]
     assert "| 10.00 | - | - | - | 95.00 | compiled + captured | x9.50 |" in rows[1]
     assert "| 10.00 | - | - | - | 101.00 | compiled + captured | x10.10 |" in rows[2] and rows[2].endswith(": met |")
+    assert "| 10.00 | - | - | - | 97.00 | compiled + captured | x9.70 |" in rows[3]
 
 
 def test_the_committed_gpu_reports_read_as_a_table(bench):

@@ -844,7 +844,8 @@ def test_step_bench_dry_run_on_cpu(tmp_path):
     campaign("step-bench", "--work", work, "--out", out, "--hparams", hparams, "--only", "eager", "loss", "train",
              "--cases-eager", case, "--cases-loss", case, "--loss-steps", "3", "--steps", "2", "--warmup", "1",
              "--profile", "0", "--train-minutes", "1.5", "--set", "max_steps", "4", "--logging-steps", "1",
-             "--compile-scope", "layers")  # fmt: skip
+             "--compile-scope", "layers", "--compile-mode", "max-autotune-no-cudagraphs",
+             "--compile-options", '{"epilogue_fusion": false}')  # fmt: skip
     record = json.loads((out / "step-bench.json").read_text())
     assert [record["parts"][p]["status"] for p in ("eager", "loss", "train")] == ["done"] * 3
     assert "compiled" not in record["parts"]
@@ -865,6 +866,7 @@ def test_step_bench_dry_run_on_cpu(tmp_path):
     run_hp = json.loads((work / "run" / "hparams.json").read_text())
     assert run_hp["train_step"] == "captured" and run_hp["pad_to_multiple_of"] == 32
     assert run_hp["compile_scope"] == "layers"  # --compile-scope reaches the run (not compiled here)
+    assert (run_hp["compile_mode"], run_hp["compile_options"]) == ("max-autotune-no-cudagraphs", {"epilogue_fusion": False})
     # a budget too small for any part: each is skipped and said so, nothing runs
     campaign("step-bench", "--work", work, "--out", tmp_path / "OUT2", "--hparams", hparams, "--budget-seconds", "10")
     skipped = json.loads((tmp_path / "OUT2" / "step-bench.json").read_text())["parts"]
@@ -873,6 +875,11 @@ def test_step_bench_dry_run_on_cpu(tmp_path):
                           hparams, "--compile-scope", "model"], capture_output=True, text=True, cwd=REPO_ROOT)  # fmt: skip
     assert bad.returncode != 0 and "--compile-scope 'model': expected one of step, forward, layers" in bad.stderr
     assert not (tmp_path / "OUT3" / "step-bench.json").exists()  # refused before any part ran
+    bad = subprocess.run([sys.executable, CAMPAIGN, "step-bench", "--work", work, "--out", tmp_path / "OUT4", "--hparams",
+                          hparams, "--compile-options", '{"max_autotun": true}'], capture_output=True, text=True,
+                         cwd=REPO_ROOT)  # fmt: skip
+    assert bad.returncode != 0 and "'max_autotun' is not an option of torch's inductor" in bad.stderr
+    assert not (tmp_path / "OUT4" / "step-bench.json").exists()
 
 
 def test_a_shipped_discriminator_packs_alone_for_a_continuation(tmp_path):

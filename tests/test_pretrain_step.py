@@ -346,10 +346,42 @@ def test_hparam_fuse_qkv_fuses_the_runs_attention_layers(data_dir, tmp_path):
 
 
 def test_a_layer_scope_under_the_trainers_step_is_said_to_do_nothing(data_dir, tmp_path, caplog):
-    hp = tiny_hparams(train_step="trainer", torch_compile=True, compile_scope="layers")
+    """compile_scope and compile_options are the whole step's: under the Trainer's step a warning says so, and
+    the Trainer's torch.compile gets compile_mode alone (its torch_compile_mode)."""
+    hp = tiny_hparams(train_step="trainer", torch_compile=True, compile_scope="layers",
+                      compile_mode="max-autotune-no-cudagraphs", compile_options={"combo_kernels": True})  # fmt: skip
     with caplog.at_level("WARNING", logger="bioelectra.pretraining.jobs"):
-        prepare_pretraining(data_dir=data_dir, output_dir=tmp_path / "a", hparams=hp)
-    assert "compile_scope='layers' applies to the whole step" in caplog.text
+        trainer, _ = prepare_pretraining(data_dir=data_dir, output_dir=tmp_path / "a", hparams=hp)
+    assert "compile_scope and compile_options: the whole step's (train_step whole or captured)" in caplog.text
+    assert trainer.args.torch_compile and trainer.args.torch_compile_mode == "max-autotune-no-cudagraphs"
+    trainer, _ = prepare_pretraining(data_dir=data_dir, output_dir=tmp_path / "b", hparams=tiny_hparams(train_step="trainer"))
+    assert trainer.args.torch_compile_mode is None
+
+
+def test_the_runs_whole_step_compiles_with_the_mode_and_options(data_dir, tmp_path, monkeypatch):
+    """hparams compile_mode and compile_options reach every torch.compile of the run's whole step, merged, and
+    hparams.json records them; inductor's own CUDA graphs are refused before any work where the step would be
+    captured (one CUDA device), and allowed where it runs uncaptured."""
+    from bioelectra.pretraining import jobs
+
+    hp = tiny_hparams(train_step="whole", torch_compile=True, compile_scope="forward",
+                      compile_mode="max-autotune-no-cudagraphs", compile_options={"epilogue_fusion": False})  # fmt: skip
+    trainer, _ = prepare_pretraining(data_dir=data_dir, output_dir=tmp_path / "run", hparams=hp)
+    recorded = json.loads((tmp_path / "run" / "hparams.json").read_text())
+    assert recorded["compile_mode"] == "max-autotune-no-cudagraphs" and recorded["compile_options"] == {"epilogue_fusion": False}
+    assert trainer.args.torch_compile is False and trainer.args.torch_compile_mode is None  # the whole step compiles
+    calls = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kwargs: calls.append(kwargs) or fn)
+    trainer.create_optimizer()  # as the Trainer's loop does before its first step
+    whole = trainer._make_whole_step(trainer.model)
+    expected = {"max_autotune": True, "coordinate_descent_tuning": True, "epilogue_fusion": False}
+    assert whole.compile_options == expected and [c["options"] for c in calls] == [expected]
+
+    captured = resolve_hparams("small", tiny_hparams(train_step="captured", torch_compile=True, compile_mode="max-autotune"))
+    jobs._check_train_step(captured)  # no CUDA here: the step runs uncaptured, inductor's CUDA graphs may run
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    with pytest.raises(ValueError, match="compile_mode='max-autotune'.*max-autotune-no-cudagraphs"):
+        jobs._check_train_step(captured)
 
 
 def test_train_step_auto_captures_on_one_cuda_device_only(data_dir, tmp_path):

@@ -39,6 +39,7 @@ from bioelectra.pretraining.checkpoints import (
     load_discriminator_into,
     load_pretraining_model,
 )
+from bioelectra.pretraining.compile_options import inductor_options
 from bioelectra.pretraining.inputs import PretrainingData, load_pretraining_data, make_collator
 from bioelectra.pretraining.metrics import _json_safe, pretraining_metrics
 from bioelectra.pretraining.settings import (
@@ -230,10 +231,14 @@ def _check_train_step(hp: PretrainingHparams) -> None:
         )  # fmt: skip
         logger.info("train_step auto: %s (%s)", hp.train_step, why)
     if hp.train_step == "trainer":
-        if hp.torch_compile and hp.compile_scope != "step":
-            logger.warning("compile_scope=%r applies to the whole step (train_step whole or captured); the Trainer's "
-                           "step compiles the whole model", hp.compile_scope)  # fmt: skip
+        given = (("compile_scope", hp.compile_scope != "step"), ("compile_options", bool(hp.compile_options)))
+        ignored = [name for name, set_ in given if set_]
+        if hp.torch_compile and ignored:
+            logger.warning("%s: the whole step's (train_step whole or captured); the Trainer's step compiles the whole "
+                           "model, with compile_mode alone", " and ".join(ignored))  # fmt: skip
         return
+    if hp.torch_compile:  # inductor's CUDA graphs inside our captured graph: refused before any work
+        inductor_options(hp.compile_mode, hp.compile_options, capture=hp.train_step == "captured" and torch.cuda.is_available())
     if world_size() > 1 or hp.gradient_accumulation_steps > 1:
         raise ValueError(
             f"hparam train_step={hp.train_step!r} runs on one process without gradient accumulation; this run has "

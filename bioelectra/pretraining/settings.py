@@ -18,6 +18,7 @@ from bioelectra.hparams import (
     classify_original_hparams,
     load_json_object,
 )
+from bioelectra.pretraining.compile_options import inductor_options
 from bioelectra.pretraining.step import COMPILE_SCOPES, TRAIN_STEP_MODES
 
 logger = logging.getLogger(__name__)
@@ -110,6 +111,16 @@ class PretrainingHparams:
             matrix multiplication (:func:`bioelectra.fused_attention.fuse_qkv_projections`): the same parameters
             and checkpoints, the same arithmetic up to float rounding, fewer and larger kernels in the step.
             Not in the original.
+        compile_mode (`str`, "default"): ``torch.compile``'s mode for the compiled step
+            (:data:`bioelectra.pretraining.compile_options.COMPILE_MODES`): ``max-autotune-no-cudagraphs``
+            autotunes inductor's kernels, matrix products with their pointwise epilogues among them (longer to
+            compile; a carried ``compile_cache`` holds the choices); ``reduce-overhead`` and ``max-autotune``
+            add inductor's CUDA graphs, refused with ``train_step`` ``captured`` on CUDA (the step is one CUDA
+            graph already). With ``train_step`` ``trainer``, the Trainer's ``torch_compile_mode``. Not in the
+            original.
+        compile_options (`dict`, {}): inductor's options on top of the mode's (``torch._inductor.config`` keys,
+            e.g. ``{"combo_kernels": true}``), for the whole step (``train_step`` ``whole`` or ``captured``);
+            an unknown key or a value of the wrong type is an error before any work. Not in the original.
         compile_cache (`str`, ""): a file of ``torch.compile``'s cache artifacts: loaded before the first
             compilation when it exists, written after the first compiled step, so a later run on the same
             software and device compiles from it. "": none.
@@ -169,6 +180,8 @@ class PretrainingHparams:
     train_step: str = "auto"
     compile_scope: str = "step"
     fuse_qkv: bool = False
+    compile_mode: str = "default"
+    compile_options: dict[str, Any] = field(default_factory=dict)
     compile_cache: str = ""
     pad_to_multiple_of: int = 0
     dataloader_num_workers: int = 0
@@ -202,6 +215,8 @@ class PretrainingHparams:
                 raise ValueError(
                     f"hparam {name}={getattr(self, name.split('/')[0], None)!r}: expected {expected}"
                 )
+        if self.compile_mode != "default" or self.compile_options:
+            inductor_options(self.compile_mode, self.compile_options)  # raises ValueError naming the hparam
         from bioelectra.reporting import check_report_to
 
         check_report_to(self.report_to)

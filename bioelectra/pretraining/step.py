@@ -34,6 +34,7 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -116,6 +117,9 @@ class WholeTrainingStep:
             :meth:`eager_outside_step` keeps those eager).
         capture: record the whole step as a CUDA graph at the first call and replay it (CUDA only).
         compile_backend: ``torch.compile``'s backend (``inductor``; tests use ``aot_eager``).
+        compile_options: inductor's options for every compilation (``torch.compile(options=...)``;
+            :func:`bioelectra.pretraining.compile_options.inductor_options` makes them from the hparams
+            ``compile_mode`` and ``compile_options``); None or empty: inductor's defaults.
 
     Attributes:
         grad_norm (`torch.Tensor` of shape `()`): the global gradient norm of the last step, before the clip.
@@ -123,8 +127,8 @@ class WholeTrainingStep:
             step on; never with ``compile_scope`` ``step``, whose compiled update traces the foreach passes).
 
     Raises:
-        ValueError: ``capture`` off CUDA, an optimizer that is not an ``ElectraAdamW``, or a ``compile_scope``
-            not in :data:`COMPILE_SCOPES`.
+        ValueError: ``capture`` off CUDA, an optimizer that is not an ``ElectraAdamW``, a ``compile_scope``
+            not in :data:`COMPILE_SCOPES`, or ``compile_options`` with a backend other than ``inductor``.
     """
 
     def __init__(
@@ -138,6 +142,7 @@ class WholeTrainingStep:
         capture: bool = False,
         compile_backend: str = "inductor",
         compile_scope: str = "step",
+        compile_options: Mapping[str, Any] | None = None,
     ) -> None:
         from bioelectra.optimization import ElectraAdamW
 
@@ -153,21 +158,28 @@ class WholeTrainingStep:
         self.bf16, self.capture = bool(bf16), bool(capture)
         self.compiled = bool(compile)
         self.compile_scope = compile_scope if compile else ""
+        self.compile_options = dict(compile_options or {}) if compile else {}
+        if self.compile_options and compile_backend != "inductor":
+            raise ValueError(f"compile_options are inductor's; the backend is {compile_backend!r}")
+        extra = {"options": self.compile_options} if self.compile_options else {}
+
+        def compiled(fn):
+            return torch.compile(fn, fullgraph=True, dynamic=False, backend=compile_backend, **extra)
+
         self._forward = self._forward_losses
         self._update = self._clip_and_update
         if compile and compile_scope in ("step", "forward"):
-            self._forward = torch.compile(self._forward_losses, fullgraph=True, dynamic=False, backend=compile_backend)
+            self._forward = compiled(self._forward_losses)
         if compile and compile_scope == "step":
-            self._update = torch.compile(self._clip_and_update, fullgraph=True, dynamic=False, backend=compile_backend)
+            self._update = compiled(self._clip_and_update)
         if compile and compile_scope == "layers":
             for region in compiled_regions(model):
                 # the region's forward, not Module.compile(): that would trace the module's hooks too, and the
                 # output-capturing hooks transformers adds for output_attentions (an evaluation's attention
                 # entropy) read a ContextVar, which dynamo cannot trace
-                region.forward = torch.compile(region.forward, fullgraph=True, dynamic=False, backend=compile_backend)
+                region.forward = compiled(region.forward)
             for head in ("generator_head", "discriminator_head"):  # the model's methods, as instance attributes
-                compiled_head = torch.compile(getattr(model, head), fullgraph=True, dynamic=False, backend=compile_backend)
-                setattr(model, head, compiled_head)
+                setattr(model, head, compiled(getattr(model, head)))
         self.sums = torch.zeros(len(LOSS_NAMES), device=self.device)  # (3,) loss, mlm_loss, disc_loss
         self.count = 0  # steps summed in ``sums``
         self.grad_norm = torch.zeros((), device=self.device)

@@ -21,6 +21,7 @@ from bioelectra.optimization import (
     decay_parameter_groups,
     electra_lr_scheduler,
 )
+from bioelectra.pretraining.compile_options import inductor_options
 from bioelectra.pretraining.metrics import pretraining_metrics
 from bioelectra.pretraining.settings import PretrainingHparams
 from bioelectra.pretraining.step import WholeTrainingStep, load_compile_cache, save_compile_cache
@@ -125,6 +126,7 @@ class ElectraPretrainer(Trainer):
             compile=bool(self.hparams.torch_compile),
             capture=capture,
             compile_scope=self.hparams.compile_scope,
+            compile_options=inductor_options(self.hparams.compile_mode, self.hparams.compile_options, capture=capture),
         )
 
     def _clip_grad_norm(self, model):
@@ -314,6 +316,7 @@ def _use_bf16(precision: str) -> bool:
 def training_arguments(output_dir: Path, hparams: PretrainingHparams, **extra: Any) -> TrainingArguments:
     """``TrainingArguments`` for resolved ``hparams``. The learning-rate schedule and optimizer are
     ELECTRA's (set in :class:`ElectraPretrainer`); ``warmup_steps`` here stays 0 on purpose."""
+    trainer_compiles = hparams.torch_compile and hparams.train_step == "trainer"
     kwargs: dict[str, Any] = dict(
         output_dir=str(output_dir),
         max_steps=hparams.max_steps,
@@ -337,7 +340,9 @@ def training_arguments(output_dir: Path, hparams: PretrainingHparams, **extra: A
         data_seed=hparams.seed,  # the sampler's order: the same on every rank, whatever their RNG streams
         bf16=_use_bf16(hparams.precision),
         use_cpu=not torch.cuda.is_available(),
-        torch_compile=hparams.torch_compile and hparams.train_step == "trainer",  # else the whole step compiles
+        torch_compile=trainer_compiles,  # else the whole step compiles
+        # a mode turns the Trainer's torch_compile on, whatever torch_compile says: given only where it compiles
+        torch_compile_mode=hparams.compile_mode if trainer_compiles and hparams.compile_mode != "default" else None,
         dataloader_num_workers=hparams.dataloader_num_workers,
         # every training batch full, as the original's input_fn (drop_remainder=True): under torch.compile
         # an epoch's one short last batch is a new shape, and recompiling for it cost the first GPU run 70 s

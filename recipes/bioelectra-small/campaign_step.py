@@ -83,6 +83,8 @@ def _bench(args, cases: str, output: Path, extra: list[str], timeout: float) -> 
         cmd += ["--batch-size", str(args.batch_size)]
     if args.fuse_qkv:
         cmd += ["--fuse-qkv"]
+    if args.compile_mode != "default" or args.compile_options:
+        cmd += ["--compile-mode", args.compile_mode, "--compile-options", args.compile_options or "{}"]
     log("$ " + " ".join(cmd))
     started = time.monotonic()
     try:
@@ -143,6 +145,7 @@ def cmd_step_bench(args) -> None:
 
     if args.compile_scope not in COMPILE_SCOPES:
         raise SystemExit(f"step-bench: --compile-scope {args.compile_scope!r}: expected one of {', '.join(COMPILE_SCOPES)}")
+    _check_compile_options(args)
     args.out.mkdir(parents=True, exist_ok=True)
     parts = [p for p in PARTS if not args.only or p in args.only]
     started = time.monotonic()
@@ -186,6 +189,20 @@ def cmd_step_bench(args) -> None:
     print(json.dumps(record, indent=2))
 
 
+def _check_compile_options(args) -> None:
+    """``--compile-mode`` / ``--compile-options`` checked before any part runs (the parts' steps are captured
+    on CUDA, so inductor's own CUDA graphs are refused there)."""
+    import torch
+
+    from bioelectra.pretraining.compile_options import inductor_options
+
+    try:
+        options = json.loads(args.compile_options) if args.compile_options else None
+        inductor_options(args.compile_mode, options, capture=torch.cuda.is_available())
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise SystemExit(f"step-bench: --compile-mode / --compile-options: {exc}") from None
+
+
 def _train(args, timeout: float, cache: Path) -> dict:
     """``data`` when needed, then ``pretrain train`` of the captured step for the minutes that fit (the
     ``train`` stage's command, in the foreground), and :func:`train_speed` into ``step-train.json``."""
@@ -202,6 +219,7 @@ def _train(args, timeout: float, cache: Path) -> dict:
     log(f"train: {why}")
     settings = [["train_step", json.dumps("captured")], ["compile_cache", json.dumps(str(cache))],
                 ["compile_scope", json.dumps(args.compile_scope)], *([["fuse_qkv", "true"]] if args.fuse_qkv else []),
+                ["compile_mode", json.dumps(args.compile_mode)], ["compile_options", args.compile_options or "{}"],
                 *([["logging_steps", json.dumps(args.logging_steps)]] if args.logging_steps else [])]  # fmt: skip
     run_dir = args.work / "run"
     if run_dir.exists():
@@ -238,6 +256,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(layers: 12 layers as fast as 1)")  # fmt: skip
     p.add_argument("--fuse-qkv", action="store_true",
                    help="query, key and value as one projection, in every part (bench --fuse-qkv; the run's fuse_qkv)")
+    p.add_argument("--compile-mode", default="default",
+                   help="torch.compile's mode in the compiled part and the run (bench --compile-mode; the run's "
+                   "compile_mode): max-autotune-no-cudagraphs autotunes inductor's kernels")  # fmt: skip
+    p.add_argument("--compile-options", default=None, metavar="JSON",
+                   help="inductor's options over the mode's, a JSON object (bench --compile-options; the run's "
+                   "compile_options), e.g. '{\"combo_kernels\": true}'")  # fmt: skip
     p.add_argument("--cases-eager", default=None, help="the eager part's cases (default: eager_cases)")
     p.add_argument("--cases-compiled", default=None, help="the compiled part's cases (default: compiled_cases)")
     p.add_argument("--cases-loss", default="small:128:128")
