@@ -377,7 +377,8 @@ def test_the_runs_whole_step_compiles_with_the_mode_and_options(data_dir, tmp_pa
     expected = {"max_autotune": True, "coordinate_descent_tuning": True, "epilogue_fusion": False}
     assert whole.compile_options == expected and [c["options"] for c in calls] == [expected]
 
-    captured = resolve_hparams("small", tiny_hparams(train_step="captured", torch_compile=True, compile_mode="max-autotune"))
+    captured = resolve_hparams("small", tiny_hparams(train_step="captured", torch_compile=True, compile_mode="max-autotune",
+                                                     max_seq_length=32))  # as prepare_pretraining resolves it from the data
     jobs._check_train_step(captured)  # no CUDA here: the step runs uncaptured, inductor's CUDA graphs may run
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     with pytest.raises(ValueError, match="compile_mode='max-autotune'.*max-autotune-no-cudagraphs"):
