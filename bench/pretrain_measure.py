@@ -8,6 +8,7 @@ matmul rate), which puts this folder on ``sys.path``.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -86,8 +87,9 @@ def kernel_group(name: str) -> str:
 
 
 def profile_steps(step_fn, steps: int, device: torch.device, top: int = 15) -> dict:
-    """``torch.profiler`` over ``steps`` calls of ``step_fn``: device time per kernel group and the ``top``
-    kernels, the host (CPU) time of the steps, and the share of the wall time the device was busy."""
+    """``torch.profiler`` over ``steps`` calls of ``step_fn``: device time and launches per kernel group and the
+    ``top`` kernels (:func:`kernel_summary`), the host (CPU) time of the steps, and the share of the wall time
+    the device was busy. Off CUDA there are no device kernels: the figures are zeros and empty tables."""
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
@@ -99,30 +101,44 @@ def profile_steps(step_fn, steps: int, device: torch.device, top: int = 15) -> d
         if device.type == "cuda":
             torch.cuda.synchronize(device)
     wall = time.perf_counter() - start
-    kernels: dict[str, dict] = {}
-    for evt in prof.events():
-        if evt.device_type.name != "CUDA":
-            continue
-        k = kernels.setdefault(evt.name, {"name": evt.name[:120], "count": 0, "device_seconds": 0.0})
-        k["count"] += 1
-        k["device_seconds"] += evt.device_time / 1e6  # microseconds
-    groups: dict[str, float] = {}
-    for k in kernels.values():
-        groups[kernel_group(k["name"])] = groups.get(kernel_group(k["name"]), 0.0) + k["device_seconds"]
-    busy = sum(groups.values())
-    top_kernels = sorted(kernels.values(), key=lambda k: -k["device_seconds"])[:top]
-    for k in top_kernels:
-        k["device_seconds_per_step"] = round(k.pop("device_seconds") / steps, 6)
-        k["group"] = kernel_group(k["name"])
+    events = ((e.name, e.device_time / 1e6) for e in prof.events() if e.device_type.name == "CUDA")  # us -> s
+    summary = kernel_summary(events, steps, top)
+    busy = summary.pop("device_busy_seconds")
     return {
         "steps": steps,
         "wall_seconds_per_step": round(wall / steps, 6),
         "device_busy_seconds_per_step": round(busy / steps, 6),
         "device_busy_fraction": round(busy / wall, 4) if wall else None,
+        **summary,
+    }
+
+
+def kernel_summary(events: Iterable[tuple[str, float]], steps: int, top: int = 15) -> dict:
+    """The device kernels of ``steps`` profiled steps, from ``(kernel name, device seconds)`` per launch:
+    launches per step, device seconds and launches per step by :func:`kernel_group` (largest first), and the
+    ``top`` kernels by device time (name cut to 120 characters, launches, device seconds per step, group);
+    ``device_busy_seconds`` is the sum over all launches."""
+    kernels: dict[str, dict] = {}
+    for name, seconds in events:
+        k = kernels.setdefault(name, {"name": name[:120], "count": 0, "device_seconds": 0.0})
+        k["count"] += 1
+        k["device_seconds"] += seconds
+    groups: dict[str, list] = {}  # group -> [device seconds, launches]
+    for k in kernels.values():
+        totals = groups.setdefault(kernel_group(k["name"]), [0.0, 0])
+        totals[0] += k["device_seconds"]
+        totals[1] += k["count"]
+    busy = sum(t for t, _ in groups.values())
+    top_kernels = [dict(k) for k in sorted(kernels.values(), key=lambda k: -k["device_seconds"])[:top]]
+    for k in top_kernels:
+        k["device_seconds_per_step"] = round(k.pop("device_seconds") / steps, 6)
+        k["group"] = kernel_group(k["name"])
+    by_time = sorted(groups.items(), key=lambda kv: -kv[1][0])
+    return {
+        "device_busy_seconds": busy,
         "kernel_launches_per_step": round(sum(k["count"] for k in kernels.values()) / steps, 1),
-        "device_seconds_per_step_by_group": {
-            g: round(t / steps, 6) for g, t in sorted(groups.items(), key=lambda kv: -kv[1])
-        },
+        "device_seconds_per_step_by_group": {g: round(t / steps, 6) for g, (t, _) in by_time},
+        "kernels_per_step_by_group": {g: round(n / steps, 1) for g, (_, n) in sorted(groups.items(), key=lambda kv: -kv[1][1])},
         "top_kernels": top_kernels,
     }
 

@@ -49,9 +49,9 @@ synchronisations of 3 more steps, and the Python lines that made them (``host_sy
 wall time of the untimed first steps: with ``--compile``, mostly the compilation. ``--matmul`` measures the device's bf16 matrix rate (an 8192^3 product, median
 of 10 after 3 warm-ups, random data) and reports ``mfu_measured`` against it beside ``mfu`` (data-sheet
 peak). ``--profile N`` profiles N more optimized steps of every case with ``torch.profiler`` and reports
-the kernels by device time, grouped (matrix products, attention, optimizer, ...); ``model_flops_share``
-says how the model FLOPs divide between the discriminator, the generator's encoder and its vocabulary
-projection.
+the kernels by device time and launches, grouped (matrix products, attention, optimizer, copy/cast, ...);
+``model_flops_share`` says how the model FLOPs divide between the discriminator, the generator's encoder and
+its vocabulary projection.
 
 MFU: model FLOPs per step / step time / the device's dense bf16 peak. Model FLOPs per step (training =
 3 x forward) for each of the generator and the discriminator: ``6 * N_layers_params * tokens`` (encoder

@@ -254,3 +254,27 @@ def test_markdown_names_a_bad_report_file(bench, tmp_path):
         bench.cli(["--markdown", str(other)])
     with pytest.raises(SystemExit, match=r"missing.json: no such file"):
         bench.cli(["--markdown", str(tmp_path / "missing.json")])
+
+
+def test_the_profile_counts_kernels_and_device_time_by_group(bench):
+    """A profile's table from the device kernels of 3 steps: launches and device seconds per step by group (the
+    casts of weights, eager or Triton's, counted as copy/cast; a Triton kernel that fuses a cast into a layer
+    norm counted as the layer norm), the top kernels by device time."""
+    from pretrain_measure import kernel_summary
+
+    per_step = [
+        ("triton_poi_fused__to_copy_0", 1e-6), ("triton_poi_fused__to_copy_1", 1e-6),
+        ("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NNN", 10e-6),
+        ("triton_per_fused__to_copy_add_native_dropout_native_layer_norm_2", 4e-6),
+        ("void at::native::vectorized_elementwise_kernel<8, at::native::bfloat16_copy_kernel_cuda>", 2e-6),
+    ]  # fmt: skip
+    summary = kernel_summary(per_step * 3, steps=3, top=2)
+    assert summary["kernel_launches_per_step"] == 5.0
+    assert summary["kernels_per_step_by_group"] == {"copy/cast": 3.0, "matmul": 1.0, "layer_norm": 1.0}
+    assert summary["device_seconds_per_step_by_group"] == {"matmul": 1e-05, "copy/cast": 4e-06, "layer_norm": 4e-06}
+    assert abs(summary["device_busy_seconds"] - 3 * 18e-6) < 1e-12
+    assert [(k["name"][:6], k["count"], k["group"]) for k in summary["top_kernels"]] == [
+        ("nvjet_", 3, "matmul"), ("triton", 3, "layer_norm")
+    ]  # fmt: skip
+    assert summary["top_kernels"][0]["device_seconds_per_step"] == 1e-05
+    assert kernel_summary([], steps=2)["kernels_per_step_by_group"] == {}  # the CPU: no device kernels
