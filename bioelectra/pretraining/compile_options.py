@@ -81,8 +81,9 @@ def inductor_options(
 
 
 def _same_kind(value: Any, expected: Any) -> bool:
-    """Whether ``value`` may stand where inductor's option has ``expected``: the same type (a bool is not an
-    int here, as in torch's check), an int where a float is expected."""
+    """Whether ``value`` may stand where inductor's option has ``expected``: the same type, an int where a float
+    is expected. A bool is not taken for a number here (torch's own ``isinstance`` check would take ``true`` for
+    an int option), nor a number for a bool (torch refuses that too)."""
     if isinstance(expected, bool) or isinstance(value, bool):
         return isinstance(value, bool) and isinstance(expected, bool)
     if isinstance(expected, float):

@@ -237,8 +237,8 @@ def _check_train_step(hp: PretrainingHparams) -> None:
             logger.warning("%s: the whole step's (train_step whole or captured); the Trainer's step compiles the whole "
                            "model, with compile_mode alone", " and ".join(ignored))  # fmt: skip
         return
-    if hp.torch_compile:  # inductor's CUDA graphs inside our captured graph: refused before any work
-        inductor_options(hp.compile_mode, hp.compile_options, capture=hp.train_step == "captured" and torch.cuda.is_available())
+    if hp.torch_compile and hp.train_step == "captured" and torch.cuda.is_available():  # checked without capture
+        inductor_options(hp.compile_mode, hp.compile_options, capture=True)  # when read: inductor's CUDA graphs refused
     if world_size() > 1 or hp.gradient_accumulation_steps > 1:
         raise ValueError(
             f"hparam train_step={hp.train_step!r} runs on one process without gradient accumulation; this run has "
