@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -32,6 +31,9 @@ from bioelectra.modeling import ElectraPretrainingModel  # noqa: E402
 from bioelectra.optimization import adamw_update_, decay_parameter_groups, fused_adamw_available  # noqa: E402
 from bioelectra.presets import ELECTRA_SIZES  # noqa: E402
 from bioelectra.textio import atomic_write_text  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import device_name  # noqa: E402
 
 WARMUP = 3
 
@@ -110,7 +112,7 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error(f"--repeats {args.repeats}: expected at least 1 timed update")
     device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
     report = {
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+        "device": device_name(device),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "cases": [],

@@ -82,16 +82,11 @@ def _corpus_bytes(path: Path) -> int:
 
 
 def _machine() -> dict:
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    sys.path.insert(0, str(REPO_ROOT / "bench"))
+    from machine import processor_name
+
     return {
-        "cpu": cpu,
+        "cpu": processor_name(),
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),

@@ -36,6 +36,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from machine import processor_name  # noqa: E402
 
 
 def _peak_rss_mb() -> float:
@@ -221,7 +224,7 @@ def main() -> None:
         "ours": ours, "plain_trainer": plain,
         "train_speedup": ours["train_samples_per_second"] / plain["train_samples_per_second"] if plain else None,
         "eval_speedup": ours["eval_samples_per_second"] / plain["eval_samples_per_second"] if plain else None,
-        "machine": {"platform": platform.platform(), "processor": platform.processor(), "cpus": os.cpu_count(),
+        "machine": {"platform": platform.platform(), "processor": processor_name(), "cpus": os.cpu_count(),
                     "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
                     "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
     }

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tarfile
@@ -42,6 +41,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from machine import processor_name  # noqa: E402
+
 CORPUS = REPO.parent / "shared" / "data" / "corpus"
 TARS = [CORPUS / "ohsumed-single-23" / "ohsumed_single_23.tar.gz", CORPUS / "ohsumed-first20k-extra" / "ohsumed_first20k_extra.tar.gz"]
 
@@ -208,7 +211,7 @@ def main() -> None:
 
     from downstream.predict.stream import available_cores
 
-    report = {"machine": platform.processor() or platform.machine(), "cores": available_cores(), "torch_threads": torch.get_num_threads(),
+    report = {"machine": processor_name(), "cores": available_cores(), "torch_threads": torch.get_num_threads(),
               "model": str(args.model), "batch_size": args.batch_size, "sizes": {}}  # fmt: skip
     for n in args.documents:
         corpus = workdir / f"corpus-{n}.jsonl"

@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import resource
 import sys
 import time
@@ -87,6 +86,7 @@ from bioelectra.pretraining.step import (  # noqa: E402
 from bioelectra.textio import atomic_write_text  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import device_name  # noqa: E402
 from pretrain_cases import (  # noqa: E402
     BIO_ELECTRA_VOCAB_SIZE,
     DEFAULT_BATCH,
@@ -444,9 +444,7 @@ def main(argv: list[str] | None = None) -> dict:
     except ValueError as exc:
         parser.error(f"--compile-mode / --compile-options: {exc}")
     report = {
-        "device": torch.cuda.get_device_name(device)
-        if device.type == "cuda"
-        else platform.processor() or "cpu",
+        "device": device_name(device),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "cases": [],

@@ -22,8 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -33,6 +31,9 @@ import torch.nn.functional as F
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from machine import device_name  # noqa: E402
 
 from bioelectra.sampling import SAMPLING_BLOCK, gumbel_sample, two_stage_gumbel_sample  # noqa: E402
 
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> dict:
     cases, blocks = parse_cases(p, args.cases), parse_positive(p, "--blocks", args.blocks)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     report = {
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"{platform.processor() or 'cpu'} x{os.cpu_count()}",
+        "device": device_name(device),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "cases": [],

@@ -216,6 +216,7 @@ def test_adamw_update_bench_reports_both_updates(tmp_path, capsys):
     assert case["size"] == "small" and case["tensors"] > 100 and case["parameters"] > 10_000_000
     assert case["foreach"]["ms_per_update"] > 0 and case["fused"]["ms_per_update"] > 0 and case["fused_speedup"] > 0
     assert case["max_parameter_difference"] < 1e-6
+    assert report["device"].endswith(" cores") or report["device"].endswith(" core")  # the CPU named, with its cores
     assert json.loads((tmp_path / "adamw.json").read_text()) == report == json.loads(capsys.readouterr().out)
 
 

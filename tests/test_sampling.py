@@ -98,6 +98,7 @@ def test_sampling_bench_reports_each_sampler(capsys, tmp_path):
     assert [(c["sampler"], c["block"], c["random_per_row"]) for c in report["cases"]] == [
         ("gumbel", None, 50), ("two_stage", 8, 7 + 8)]  # fmt: skip
     assert all(c["median_ms"] > 0 and c["rows"] == 16 and not c["compiled"] for c in report["cases"])
+    assert report["device"].rsplit(", ", 1)[-1].split()[1] in ("core", "cores")  # the CPU named, with its cores
     assert '"sampler": "two_stage"' in capsys.readouterr().out
     assert json.loads((tmp_path / "sampling.json").read_text()) == report
     assert not list(tmp_path.glob("*.tmp"))
