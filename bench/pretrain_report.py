@@ -3,7 +3,9 @@ against the naive loop, MFU, the targets) and what limits each case. Run through
 ``pretrain_throughput.py --markdown REPORT.json [MORE.json ...]``; reads JSON only, needs no torch.
 
 Several reports of one device merge by case (size, sequence length, batch): an eager bench and a compiled one
-(``campaign.py step-bench`` writes them apart, ``bench/results/`` keeps them) make one table.
+(``campaign.py step-bench`` writes them apart, ``bench/results/`` keeps them) make one table. A ``step-train.json``
+(``step-bench``'s ``train`` part: ``pretrain train`` of a case, its speed per log window) joins its case as the
+`pretrain train` column, beside the bench's loops of the same model and batch.
 """
 
 from __future__ import annotations
@@ -20,14 +22,28 @@ TARGETS: dict[tuple[str, int, int], tuple[str, float, str]] = {
     ("base", 512, 32): ("sequences_per_second", 550.0, "issue 14's bar for long sequences"),
 }  # fmt: skip
 
+#: The heading of ``pretrain train``'s column: the real path (Trainer, data loader, logs, evaluations, saves),
+#: from a ``step-train.json``; never a case's "fastest" loop, which is the bench's.
+TRAIN_HEADING = "`pretrain train`"
+
+#: ``pretrain train`` at no less than this share of the bench's fastest loop of the same model and batch
+#: (issue 45: "must run at >= 90% of the bench's best loop").
+TRAIN_FRACTION_BAR = 0.9
+
 #: The table's loop columns: (heading, how a loop is recognised in a case: its key and whether it is compiled).
 LOOP_COLUMNS: tuple[tuple[str, str, bool | None], ...] = (
     ("naive fp32", "naive", None),
     ("eager step", "optimized", False),
     ("compiled step", "optimized", True),
+    ("whole step, uncaptured", "whole", None),
+    ("whole step compiled, uncaptured", "whole_compiled", None),
     ("captured (eager kernels)", "captured", None),
     ("compiled + captured", "compiled_captured", None),
+    (TRAIN_HEADING, "pretrain_train", None),
 )
+
+#: Columns shown only where some case has a figure for them (the others are always shown, ``-`` where none).
+OPTIONAL_COLUMNS = frozenset({"whole step, uncaptured", "whole step compiled, uncaptured", TRAIN_HEADING})
 
 
 def case_label(size: str) -> str:
@@ -90,15 +106,16 @@ def _label(key: tuple[str, int, int, str]) -> str:
 
 
 def _best(loops: dict[str, dict]) -> tuple[str | None, dict]:
-    """The fastest loop other than the naive one (heading, loop)."""
-    ok = [(h, loop) for h, loop in loops.items() if h != "naive fp32" and "error" not in loop and loop.get("steps_per_second")]
+    """The bench's fastest loop other than the naive one (heading, loop); ``pretrain train`` is not the bench's."""
+    ok = [(h, loop) for h, loop in loops.items()
+          if h not in ("naive fp32", TRAIN_HEADING) and "error" not in loop and loop.get("steps_per_second")]  # fmt: skip
     return max(ok, key=lambda item: item[1]["steps_per_second"], default=(None, {}))
 
 
-def _row(key: tuple[str, int, int, str], loops: dict[str, dict]) -> str:
+def _row(key: tuple[str, int, int, str], loops: dict[str, dict], headings: list[str]) -> str:
     size, seq, batch, _ = key
     cells = []
-    for heading, _, _ in LOOP_COLUMNS:
+    for heading in headings:
         loop = loops.get(heading)
         cells.append("-" if loop is None else ("failed" if "error" in loop else _num(loop.get("steps_per_second"), ".2f")))
     heading, best = _best(loops)
@@ -123,6 +140,9 @@ def _limits(key: tuple[str, int, int, str], loops: dict[str, dict]) -> list[str]
     for heading, loop in loops.items():
         if "error" in loop:
             continue
+        if heading == TRAIN_HEADING:
+            lines.append(f"- {_label(key)}, {batch} x {seq}, {heading}: " + _train_line(loop, _best(loops)[1]) + ".")
+            continue
         profile, syncs, parts = loop.get("profile") or {}, loop.get("host_syncs") or {}, []
         if profile.get("kernel_launches_per_step"):  # device kernels were seen (CUDA); a CPU profile has none
             groups = ", ".join(f"{g} {1000 * t:.2f} ms" for g, t in list(profile.get("device_seconds_per_step_by_group", {}).items())[:5])
@@ -142,22 +162,81 @@ def _limits(key: tuple[str, int, int, str], loops: dict[str, dict]) -> list[str]
     return lines
 
 
+def _train_line(loop: dict, best: dict) -> str:
+    """``pretrain train``'s speed against the bench's fastest loop of its case, and :data:`TRAIN_FRACTION_BAR`."""
+    how = ", ".join(part for part in (f"train_step {loop['train_step']}" if loop.get("train_step") else "",
+                                      "compiled" if loop.get("compiled") else "") if part)  # fmt: skip
+    text = (f"median {loop['steps_per_second']:.2f} steps/s over {loop.get('windows', '-')} log windows after the "
+            "first" + (f" ({how})" if how else ""))  # fmt: skip
+    if best.get("steps_per_second"):
+        share = loop["steps_per_second"] / best["steps_per_second"]
+        met = "met" if share >= TRAIN_FRACTION_BAR else "not met"
+        text += (f", {_pct(share)} of the bench's fastest loop ({best['steps_per_second']:.2f} steps/s): "
+                 f">= {TRAIN_FRACTION_BAR:.0%} {met}")  # fmt: skip
+    return text
+
+
+def is_train_report(report: dict) -> bool:
+    """Whether ``report`` is a ``step-train.json`` (``pretrain train``'s speed), not a bench report."""
+    return isinstance(report, dict) and "median_steps_per_second" in report and "cases" not in report
+
+
+def train_as_report(train: dict, reports: list[dict]) -> dict:
+    """A ``step-train.json`` as a bench report of one case whose ``pretrain_train`` loop is the run's median
+    window. Its case is its ``case`` (size, seq_len, batch_size; written since 2026-11-28), its row the bench's
+    loops with the same ``compile_scope``, ``fuse_qkv`` and ``compile_options`` (:func:`loop_variant`); an older
+    one's case is that of ``reports`` whose fastest loop ran at its ``bench_best_steps_per_second`` (how
+    ``step-bench`` chose that figure).
+
+    Raises:
+        ValueError: no median (the run logged no window), or no case and none or several that match."""
+    median = train.get("median_steps_per_second")
+    if not median:
+        raise ValueError("a step-train report without a median: the run logged no speed window")
+    case = train.get("case")
+    if case is None:
+        best = train.get("bench_best_steps_per_second")
+        found = {key[:3] for key, loops in merged_cases(reports)
+                 if best and abs((_best(loops)[1].get("steps_per_second") or 0) - best) <= 1e-3 * best}  # fmt: skip
+        if len(found) != 1:
+            raise ValueError(f"a step-train report without its \"case\", and {len(found)} cases of the bench "
+                             f"reports whose fastest loop ran at its bench_best_steps_per_second ({best}): give the "
+                             "bench report of the run's model beside it")  # fmt: skip
+        size, seq, batch = found.pop()
+        case = {"size": size, "seq_len": seq, "batch_size": batch}
+    windows = train.get("windows") or []
+    loop = {"steps_per_second": median, "sequences_per_second": median * case["batch_size"],
+            "compiled": bool(train.get("torch_compile")), "train_step": train.get("train_step"),
+            "windows": max(len(windows) - 1, 1) if windows else None,
+            **{k: train[k] for k in ("compile_scope", "fuse_qkv", "compile_options") if k in train}}  # fmt: skip
+    return {"cases": [{**case, "pretrain_train": loop}]}
+
+
 def markdown(report: dict, *more: dict | None) -> str:
     """``pretrain_throughput.py`` reports of one device as Markdown for a README: one row per case (merged over the
     reports by :func:`merged_cases`) with each loop's steps/s, the fastest loop, its same-run ratio over the naive
     fp32 loop, its sequences/s and MFU against the measured bf16 matmul rate, and the target of :data:`TARGETS`
     met or not by it; then what limits each case, loop by loop (:func:`_limits`). A figure that is not there is
-    ``-``; a loop that failed is ``failed``."""
-    reports = [report, *(r for r in more if r)]
-    matmul = report.get("measured_bf16_matmul_flops")
-    headings = " | ".join(h for h, _, _ in LOOP_COLUMNS)
-    lines = [f"Device: {report.get('device', '-')}, torch {report.get('torch', '-')}; measured bf16 matmul rate: "
+    ``-``; a loop that failed is ``failed``. A ``step-train.json`` among them (:func:`is_train_report`) gives its
+    case the `pretrain train` column (:func:`train_as_report`); the columns of :data:`OPTIONAL_COLUMNS` show only
+    where some case has a figure for them.
+
+    Raises:
+        ValueError: a step-train report that no case matches (:func:`train_as_report`)."""
+    given = [report, *(r for r in more if r)]
+    reports = [r for r in given if not is_train_report(r)]
+    reports += [train_as_report(r, reports) for r in given if is_train_report(r)]
+    first = reports[0] if reports else {}
+    matmul = first.get("measured_bf16_matmul_flops")
+    cases = merged_cases(reports)
+    shown = [h for h, _, _ in LOOP_COLUMNS if h not in OPTIONAL_COLUMNS or any(h in loops for _, loops in cases)]
+    lines = [f"Device: {first.get('device', '-')}, torch {first.get('torch', '-')}; measured bf16 matmul rate: "
              + (f"{matmul / 1e12:.0f} TFLOP/s" if matmul else "-") + ". Steps/s per loop:", "",
-             f"| case | batch x length | {headings} | fastest | x naive | sequences/s | MFU (measured matmul) | target |",
-             "|---|---|" + "---:|" * len(LOOP_COLUMNS) + "---|---:|---:|---:|---|"]  # fmt: skip
+             f"| case | batch x length | {' | '.join(shown)} | fastest | x naive | sequences/s | MFU (measured matmul) | target |",
+             "|---|---|" + "---:|" * len(shown) + "---|---:|---:|---:|---|"]  # fmt: skip
     limits = []
-    for key, loops in merged_cases(reports):
-        lines.append(_row(key, loops))
+    for key, loops in cases:
+        lines.append(_row(key, loops, shown))
         limits += _limits(key, loops)
     if limits:
         lines += ["", "What limits each case (torch.profiler over each loop's steps; host synchronisations counted "
@@ -169,7 +248,8 @@ def read_report(path: Path) -> dict:
     """A report written by ``--output``, for ``--markdown``.
 
     Raises:
-        SystemExit: ``path`` is missing, is not JSON (the line and column named), or holds no ``cases`` list.
+        SystemExit: ``path`` is missing, is not JSON (the line and column named), or holds neither a ``cases``
+            list nor a step-train report's ``median_steps_per_second``.
     """
     try:
         report = json.loads(path.read_text())
@@ -178,6 +258,9 @@ def read_report(path: Path) -> dict:
     except json.JSONDecodeError as exc:
         raise SystemExit(f"error: {path}: line {exc.lineno}, column {exc.colno}: not JSON ({exc.msg}); "
                          "expected a report written by --output") from None  # fmt: skip
+    if is_train_report(report):
+        return report
     if not isinstance(report, dict) or not isinstance(report.get("cases"), list):
-        raise SystemExit(f"error: {path}: no \"cases\" list; expected a report written by --output")
+        raise SystemExit(f"error: {path}: no \"cases\" list; expected a report written by --output "
+                         "(or a step-train.json, with median_steps_per_second)")  # fmt: skip
     return report

@@ -431,7 +431,10 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error(f"--whole-loops: unknown {', '.join(unknown)}; expected some of {', '.join(WHOLE_LOOPS)}")
     if args.markdown:
         reports = [read_report(p) for p in args.markdown]
-        print(markdown(*reports), end="")
+        try:
+            print(markdown(*reports), end="")
+        except ValueError as exc:
+            parser.error(f"--markdown: {exc}")
         return {}  # nothing ran: nothing failed
 
     if args.device == "auto":

@@ -215,6 +215,53 @@ def test_markdown_gives_another_compile_scope_and_the_fused_projection_rows_of_t
     assert "| 10.00 | - | - | - | 97.00 | compiled + captured | x9.70 |" in rows[3]
 
 
+def test_a_pretrain_train_report_joins_its_case_beside_the_bench(bench, tmp_path, capsys):
+    """A step-train.json (``pretrain train``'s median log window) is the `pretrain train` column of its case, on
+    the row of its compile scope; it is never the case's fastest loop; its share of the bench's fastest loop is
+    said against the 90% bar. An older one without its case finds it by its bench_best_steps_per_second; one
+    that matches no case is refused by name. The uncaptured whole-step columns show only where a figure is."""
+    bench_report = {"device": "NVIDIA H100", "cases": [
+        {"size": "recipe/hparams.json", "seq_len": 128, "batch_size": 256, "naive": {"steps_per_second": 10.0},
+         "captured": {"steps_per_second": 40.0, "compiled": False},
+         "compiled_captured": {"steps_per_second": 120.0, "compiled": True, "captured": True, "compile_scope": "step"}},
+        {"size": "recipe/hparams.json", "seq_len": 128, "batch_size": 256,
+         "compiled_captured": {"steps_per_second": 100.0, "compiled": True, "captured": True, "compile_scope": "layers"}},
+    ]}  # fmt: skip
+    windows = [{"step": 1, "steps_per_second": 0.03}] + [{"step": 200 * i, "steps_per_second": 99.0} for i in range(1, 5)]
+    train = {"median_steps_per_second": 99.0, "bench_best_steps_per_second": 120.0, "windows": windows,
+             "train_step": "captured", "torch_compile": True,
+             "case": {"size": "recipe/hparams.json", "seq_len": 128, "batch_size": 256}, "compile_scope": "layers",
+             "fuse_qkv": False, "compile_options": {}}  # fmt: skip
+    text = bench.markdown(bench_report, train)
+    header = next(line for line in text.splitlines() if line.startswith("| case |"))
+    assert "| compiled + captured | `pretrain train` | fastest |" in header and "uncaptured" not in header
+    rows = [line for line in text.splitlines() if line.startswith("| recipe")]
+    assert rows[0].startswith("| recipe | 256 x 128 | 10.00 | - | - | 40.00 | 120.00 | - | compiled + captured | x12.00 |")
+    assert rows[1].startswith("| recipe (layers scope) | 256 x 128 | 10.00 | - | - | - | 100.00 | 99.00 | compiled + captured |")
+    assert ("- recipe (layers scope), 256 x 128, `pretrain train`: median 99.00 steps/s over 4 log windows after the "
+            "first (train_step captured, compiled), 99.0% of the bench's fastest loop (100.00 steps/s): >= 90% met.") in text
+    slow = {**train, "median_steps_per_second": 80.0, "compile_scope": "step"}
+    assert "80.0% of the bench's fastest loop (100.00 steps/s): >= 90% not met" not in bench.markdown(bench_report, slow)
+    assert "66.7% of the bench's fastest loop (120.00 steps/s): >= 90% not met" in bench.markdown(bench_report, slow)
+
+    older = {k: v for k, v in train.items() if k not in ("case", "compile_scope", "fuse_qkv", "compile_options")}
+    assert "| recipe | 256 x 128 | 10.00 | - | - | 40.00 | 120.00 | 99.00 |" in bench.markdown(bench_report, older)
+    path, train_path = tmp_path / "bench.json", tmp_path / "step-train.json"
+    path.write_text(json.dumps(bench_report))
+    train_path.write_text(json.dumps({**older, "bench_best_steps_per_second": 77.0}))
+    with pytest.raises(SystemExit):
+        bench.cli(["--markdown", str(path), str(train_path)])
+    assert "without its \"case\", and 0 cases" in capsys.readouterr().err
+
+    cpu = {"device": "AMD EPYC, 2 cores", "cases": [{"size": "small", "seq_len": 128, "batch_size": 2,
+           "optimized": {"steps_per_second": 1.0, "compiled": False},
+           "whole_compiled": {"steps_per_second": 1.5, "compiled": True, "compile_scope": "layers"}}]}  # fmt: skip
+    text = bench.markdown(cpu)
+    assert "| eager step | compiled step | whole step compiled, uncaptured | captured (eager kernels) |" in text
+    assert "whole step, uncaptured |" not in text and "`pretrain train`" not in text
+    assert "| ELECTRA-Small (layers scope) | 2 x 128 | - | - | - | 1.50 | - | - | whole step compiled, uncaptured |" in text
+
+
 def test_the_committed_gpu_reports_read_as_a_table(bench):
     """bench/results/ keeps the JSON the README's GPU speed table comes from: each report has the bench's
     format (device, cases with size, seq_len, batch_size, and each loop's steps/s, sequences/s, compiled), and
@@ -238,10 +285,14 @@ def test_the_committed_gpu_reports_read_as_a_table(bench):
                     assert abs(loop["sequences_per_second"] - loop["steps_per_second"] * case["batch_size"]) < 1.0
                     key = (case["size"], case["seq_len"], case["batch_size"])
                     fastest[key] = max(fastest.get(key, 0.0), loop["steps_per_second"])
-        text = bench.markdown(*loaded)
+        train_path = eager.with_name(eager.name.replace("-eager", "-train"))
+        train = json.loads(train_path.read_text()) if train_path.is_file() else None
+        text = bench.markdown(*loaded, train)
         for (size, seq, batch), rate in fastest.items():
             row = next(line for line in text.splitlines() if line.startswith(f"| {bench.case_label(size)} | {batch} x {seq} |"))
             assert f"| {rate:.2f} |" in row, row
+        if train is not None:  # pretrain train's median beside the bench's loops of its model
+            assert f"| {train['median_steps_per_second']:.2f} |" in text and "`pretrain train`: median" in text
 
 
 def test_markdown_names_a_bad_report_file(bench, tmp_path):

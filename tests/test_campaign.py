@@ -867,6 +867,13 @@ def test_step_bench_dry_run_on_cpu(tmp_path):
     assert run_hp["train_step"] == "captured" and run_hp["pad_to_multiple_of"] == 32
     assert run_hp["compile_scope"] == "layers"  # --compile-scope reaches the run (not compiled here)
     assert (run_hp["compile_mode"], run_hp["compile_options"]) == ("max-autotune-no-cudagraphs", {"epilogue_fusion": False})
+    # the run names its case as the bench does, so the README's table puts it beside the bench's loops
+    assert train["case"] == {"size": str(hparams), "seq_len": 32, "batch_size": 4}
+    assert (train["compile_scope"], train["fuse_qkv"], "compile_options" in train) == ("layers", False, False)
+    table = load_script(REPO_ROOT / "bench" / "pretrain_throughput.py").markdown(
+        json.loads((out / "step-bench-eager.json").read_text()), train)
+    row = next(line for line in table.splitlines() if line.startswith(f"| {hparams.parent.name} | 4 x 32 |"))
+    assert f"| {train['median_steps_per_second']:.2f} |" in row and "`pretrain train`" in table
     # a budget too small for any part: each is skipped and said so, nothing runs
     campaign("step-bench", "--work", work, "--out", tmp_path / "OUT2", "--hparams", hparams, "--budget-seconds", "10")
     skipped = json.loads((tmp_path / "OUT2" / "step-bench.json").read_text())["parts"]

@@ -236,10 +236,31 @@ def _train(args, timeout: float, cache: Path) -> dict:
     speed = train_speed(read_log_history(run_dir / LOG_HISTORY_FILE), best)
     run_hp = read_json(run_dir / "hparams.json", {}) or {}
     report = {"minutes": round(minutes, 2), "compiled": compiled, "why": why, "done": done,
-              "train_step": run_hp.get("train_step"), "torch_compile": run_hp.get("torch_compile"), **speed}  # fmt: skip
+              "train_step": run_hp.get("train_step"), "torch_compile": run_hp.get("torch_compile"),
+              **_train_case(args, run_hp), **speed}  # fmt: skip
     write_json(args.out / "step-train.json", report)
     return {"status": "done" if not done.get("returncode") else f"exited {done.get('returncode')}",
             "seconds": round(time.monotonic() - begun, 1)}  # fmt: skip
+
+
+def _train_case(args, run_hp: dict) -> dict:
+    """The run's case as the bench names it (``--hparams`` as given, its sequence length and batch), and what
+    sets its compiled step apart as the bench's loops record it (``compile_scope``, ``fuse_qkv``, inductor's
+    merged ``compile_options``), so that ``pretrain_throughput.py --markdown`` puts the run beside the bench's
+    loop of the same model, batch and variant."""
+    from bioelectra.pretraining.compile_options import inductor_options
+
+    case = {"size": str(args.hparams), "seq_len": run_hp.get("max_seq_length"),
+            "batch_size": run_hp.get("per_device_train_batch_size")}  # fmt: skip
+    if None in case.values():
+        return {}  # the run wrote no hparams (it failed before): no case to name
+    variant: dict = {"compile_scope": run_hp.get("compile_scope"), "fuse_qkv": bool(run_hp.get("fuse_qkv"))}
+    if run_hp.get("torch_compile"):
+        try:
+            variant["compile_options"] = inductor_options(run_hp.get("compile_mode", "default"), run_hp.get("compile_options") or {})
+        except ValueError:  # checked before the run; a report is no place to fail
+            variant["compile_options"] = run_hp.get("compile_options") or {}
+    return {"case": case, **variant}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
