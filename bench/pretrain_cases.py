@@ -96,21 +96,22 @@ def loop_optimizer(
     fused_adamw: bool,
     whole: str | None,
     use_bf16: bool,
-    compile_scope: str = "step",
-    compile_options: dict | None = None,
+    step_options: dict | None = None,
 ) -> tuple[torch.optim.Optimizer, WholeTrainingStep | None, torch.optim.lr_scheduler.LRScheduler]:
     """``(optimizer, whole step or None, scheduler)`` of a :func:`run_loop`: the whole step's
     :class:`UpdatedInStepAdamW`, torch's fused AdamW (``fused_adamw`` on CUDA), or ELECTRA's AdamW (foreach kernels
-    when ``optimized``); ELECTRA's schedule (10 warmup steps). ``compile_scope`` and ``compile_options`` (inductor's
-    options, :func:`bioelectra.pretraining.compile_options.inductor_options`): the whole step's."""
+    when ``optimized``); ELECTRA's schedule (10 warmup steps). ``step_options``: the whole step's ``compile_scope``,
+    ``compile_options`` (inductor's, :func:`bioelectra.pretraining.compile_options.inductor_options`) and
+    ``bf16_weight_copies`` (used only with ``use_bf16``: without autocast there is no cast to spare)."""
     groups = decay_parameter_groups(model, weight_decay=0.01)
     whole_step = None
     if whole is not None:
         optimizer = UpdatedInStepAdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01)
+        options = dict(step_options or {})
+        options["bf16_weight_copies"] = bool(options.get("bf16_weight_copies")) and use_bf16
         whole_step = WholeTrainingStep(
             model, optimizer, max_grad_norm=1.0, bf16=use_bf16, compile=compile_model,
-            capture=whole == "captured" and device.type == "cuda", compile_scope=compile_scope,
-            compile_options=compile_options,
+            capture=whole == "captured" and device.type == "cuda", **options,
         )  # fmt: skip
     elif optimized and fused_adamw and device.type == "cuda":  # bias-corrected: not the original's update
         optimizer = torch.optim.AdamW(groups, lr=5e-4, eps=1e-6, weight_decay=0.01, fused=True)

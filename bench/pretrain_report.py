@@ -62,8 +62,8 @@ def _pct(value) -> str:
 def loop_variant(loop: dict) -> str:
     """What sets a loop apart from the same case's others, for its own row: a compiled loop's ``compile_scope``
     other than ``step`` (``"layers scope"``), its inductor options (``"inductor max_autotune,
-    coordinate_descent_tuning"``: those set true by name, others as ``name=value``), and ``fuse_qkv``
-    (``"fused QKV"``); ``""`` for none."""
+    coordinate_descent_tuning"``: those set true by name, others as ``name=value``), ``fuse_qkv`` (``"fused QKV"``)
+    and ``bf16_weight_copies`` (``"bf16 weight copies"``); ``""`` for none."""
     parts = []
     if loop.get("compiled") and loop.get("compile_scope") not in (None, "", "step"):
         parts.append(f"{loop['compile_scope']} scope")
@@ -72,6 +72,8 @@ def loop_variant(loop: dict) -> str:
         parts.append("inductor " + ", ".join(k if v is True else f"{k}={v}" for k, v in sorted(options.items())))
     if loop.get("fuse_qkv"):
         parts.append("fused QKV")
+    if loop.get("bf16_weight_copies"):
+        parts.append("bf16 weight copies")
     return ", ".join(parts)
 
 
@@ -184,7 +186,8 @@ def is_train_report(report: dict) -> bool:
 def train_as_report(train: dict, reports: list[dict]) -> dict:
     """A ``step-train.json`` as a bench report of one case whose ``pretrain_train`` loop is the run's median
     window. Its case is its ``case`` (size, seq_len, batch_size; written since 2026-11-28), its row the bench's
-    loops with the same ``compile_scope``, ``fuse_qkv`` and ``compile_options`` (:func:`loop_variant`); an older
+    loops with the same ``compile_scope``, ``fuse_qkv``, ``compile_options`` and ``bf16_weight_copies``
+    (:func:`loop_variant`); an older
     one's case is that of ``reports`` whose fastest loop ran at its ``bench_best_steps_per_second`` (how
     ``step-bench`` chose that figure).
 
@@ -208,7 +211,7 @@ def train_as_report(train: dict, reports: list[dict]) -> dict:
     loop = {"steps_per_second": median, "sequences_per_second": median * case["batch_size"],
             "compiled": bool(train.get("torch_compile")), "train_step": train.get("train_step"),
             "windows": max(len(windows) - 1, 1) if windows else None,
-            **{k: train[k] for k in ("compile_scope", "fuse_qkv", "compile_options") if k in train}}  # fmt: skip
+            **{k: train[k] for k in ("compile_scope", "fuse_qkv", "compile_options", "bf16_weight_copies") if k in train}}  # fmt: skip
     return {"cases": [{**case, "pretrain_train": loop}]}
 
 

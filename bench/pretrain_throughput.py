@@ -76,12 +76,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bioelectra.configuration import ElectraPretrainingConfig  # noqa: E402
 from bioelectra.masking import max_predictions_per_seq  # noqa: E402
+from bioelectra.pretraining.compile_cache import load_compile_cache, save_compile_cache  # noqa: E402
 from bioelectra.pretraining.compile_options import COMPILE_MODES, inductor_options  # noqa: E402
 from bioelectra.pretraining.step import (  # noqa: E402
     COMPILE_SCOPES,
     WholeTrainingStep,
-    load_compile_cache,
-    save_compile_cache,
 )
 from bioelectra.textio import atomic_write_text  # noqa: E402
 
@@ -123,14 +122,14 @@ def run_loop(
     matmul_flops: float | None = None,
     whole: str | None = None,
     losses: list[float] | None = None,
-    compile_scope: str = "step",
-    compile_options: dict | None = None,
+    step_options: dict | None = None,
     fuse_qkv: bool = False,
 ) -> dict:
     """Train ``steps`` timed steps (after ``warmup`` untimed ones); return the figures (and, with ``profile`` > 0,
     :func:`profile_steps` over that many more steps). ``whole`` (``"whole"`` or ``"captured"``, with ``optimized``):
-    the whole training step (:class:`WholeTrainingStep`), compiled with ``compile_model`` as ``compile_scope`` says
-    (inductor's ``compile_options``), captured as a CUDA graph with ``"captured"`` on CUDA; ``fuse_qkv`` (with
+    the whole training step (:class:`WholeTrainingStep`), compiled with ``compile_model``, captured as a CUDA graph
+    with ``"captured"`` on CUDA; ``step_options``: its ``compile_scope``, ``compile_options`` (inductor's; a compiled
+    loop's without ``whole`` too) and ``bf16_weight_copies`` (with bf16 autocast); ``fuse_qkv`` (with
     ``optimized``): :func:`fuse_qkv_projections`.
     ``losses``: gets each timed step's loss (for :func:`loss_check`)."""
     torch.manual_seed(seed)
@@ -138,9 +137,9 @@ def run_loop(
     use_bf16 = optimized and device.type == "cuda" and torch.cuda.is_bf16_supported()
     optimizer, whole_step, scheduler = loop_optimizer(
         model, device=device, optimized=optimized, compile_model=compile_model, fused_adamw=fused_adamw,
-        whole=whole, use_bf16=use_bf16, compile_scope=compile_scope, compile_options=compile_options,
+        whole=whole, use_bf16=use_bf16, step_options=step_options,
     )  # fmt: skip
-    options = {"options": compile_options} if compile_options else {}
+    options = {"options": compile_options} if (compile_options := (step_options or {}).get("compile_options")) else {}
     forward = torch.compile(model, **options) if (optimized and compile_model and whole is None) else model
     batches = [{k: v.to(device, non_blocking=True) for k, v in b.items()} for b in batches]
     if device.type == "cuda":
@@ -194,7 +193,7 @@ def run_loop(
     }
     if whole is not None:
         scope = {"compile_scope": whole_step.compile_scope} if whole_step.compiled else {}
-        result.update(whole_step=True, captured=whole_step.capture, **scope)
+        result.update(whole_step=True, captured=whole_step.capture, bf16_weight_copies=whole_step.bf16_weight_copies, **scope)
     if device.type == "cuda":
         result["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated(device))
     else:  # process-wide peak resident set (ru_maxrss is KiB on Linux): includes earlier cases
@@ -317,6 +316,9 @@ def make_parser() -> argparse.ArgumentParser:
                              '\'{"combo_kernels": true}\'')
     parser.add_argument("--fuse-qkv", action="store_true",
                         help="the optimized loops: query, key and value as one projection (hparam fuse_qkv)")
+    parser.add_argument("--bf16-weight-copies", action="store_true",
+                        help="the whole-step loops with bf16 autocast (CUDA): the forward pass reads bf16 copies of the "
+                             "linear layers' weights that the update writes (hparam bf16_weight_copies)")
     parser.add_argument(
         "--fused-adamw",
         action="store_true",
@@ -370,8 +372,8 @@ def run_case(
     common = dict(
         device=device,
         compile_model=args.compile,
-        compile_scope=args.compile_scope,
-        compile_options=args.inductor_options,
+        step_options={"compile_scope": args.compile_scope, "compile_options": args.inductor_options,
+                      "bf16_weight_copies": args.bf16_weight_copies},  # fmt: skip
         fuse_qkv=args.fuse_qkv,
         fused_adamw=args.fused_adamw,
         steps=args.steps,

@@ -203,16 +203,33 @@ def test_markdown_gives_another_compile_scope_and_the_fused_projection_rows_of_t
             97.0, compile_scope="step", compile_options={"max_autotune": True, "coordinate_descent_tuning": True}
         )),
         case(compiled_captured=compiled(92.0, compile_scope="step", compile_options={})),  # defaults: the plain row
+        case(compiled_captured=compiled(99.0, compile_scope="step", bf16_weight_copies=True)),
     ]
     rows = [line for line in bench.markdown(*reports).splitlines() if line.startswith("| ELECTRA-Small")]
     assert [row.split(" | ")[0] for row in rows] == [
         "| ELECTRA-Small", "| ELECTRA-Small (layers scope)", "| ELECTRA-Small (fused QKV)",
-        "| ELECTRA-Small (inductor coordinate_descent_tuning, max_autotune)",
+        "| ELECTRA-Small (inductor coordinate_descent_tuning, max_autotune)", "| ELECTRA-Small (bf16 weight copies)",
     ]  # fmt: skip
     assert "| 10.00 | - | - | 40.00 | 90.00 | compiled + captured | x9.00 |" in rows[0]
     assert "| 10.00 | - | - | - | 95.00 | compiled + captured | x9.50 |" in rows[1]
     assert "| 10.00 | - | - | - | 101.00 | compiled + captured | x10.10 |" in rows[2] and rows[2].endswith(": met |")
     assert "| 10.00 | - | - | - | 97.00 | compiled + captured | x9.70 |" in rows[3]
+    assert "| 10.00 | - | - | - | 99.00 | compiled + captured | x9.90 |" in rows[4]
+
+
+def test_the_whole_steps_bf16_weight_copies_go_with_bf16_autocast_only(bench):
+    """--bf16-weight-copies reaches the whole step where the loop has bf16 autocast (CUDA), and is left out where
+    it has none (this CPU's loops): the copies stand in for autocast's casts."""
+    from pretrain_cases import case_config, loop_optimizer
+
+    from bioelectra.modeling import ElectraPretrainingModel
+
+    model = ElectraPretrainingModel(case_config("small", vocab_size=64, seq_len=16, layers=1)[0]).train()
+    for use_bf16 in (True, False):
+        _, whole, _ = loop_optimizer(model, device=torch.device("cpu"), optimized=True, compile_model=False,
+                                     fused_adamw=False, whole="whole", use_bf16=use_bf16,
+                                     step_options={"bf16_weight_copies": True, "compile_scope": "step"})  # fmt: skip
+        assert whole.bf16_weight_copies is use_bf16 and whole.bf16 is use_bf16
 
 
 def test_a_pretrain_train_report_joins_its_case_beside_the_bench(bench, tmp_path, capsys):

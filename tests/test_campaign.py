@@ -845,7 +845,7 @@ def test_step_bench_dry_run_on_cpu(tmp_path):
              "--cases-eager", case, "--cases-loss", case, "--loss-steps", "3", "--steps", "2", "--warmup", "1",
              "--profile", "0", "--train-minutes", "1.5", "--set", "max_steps", "4", "--logging-steps", "1",
              "--compile-scope", "layers", "--compile-mode", "max-autotune-no-cudagraphs",
-             "--compile-options", '{"epilogue_fusion": false}')  # fmt: skip
+             "--compile-options", '{"epilogue_fusion": false}', "--bf16-weight-copies")  # fmt: skip
     record = json.loads((out / "step-bench.json").read_text())
     assert [record["parts"][p]["status"] for p in ("eager", "loss", "train")] == ["done"] * 3
     assert "compiled" not in record["parts"]
@@ -853,6 +853,7 @@ def test_step_bench_dry_run_on_cpu(tmp_path):
     assert eager["captured"]["whole_step"] and eager["captured"]["captured"] is False  # no CUDA here
     assert eager["captured"]["speedup"] > 0 and eager["optimized"]["steps_per_second"] > 0
     assert eager["captured"]["random_stream"]["fresh"] is True  # new dropout and samples at every step
+    assert eager["captured"]["bf16_weight_copies"] is False  # asked for, but no bf16 autocast on this CPU: no casts to spare
     check = json.loads((out / "step-bench-loss.json").read_text())["cases"][0]["loss_check"]
     assert len(check["losses"]["eager"]) == len(check["losses"]["captured"]) == 3
     assert check["max_relative_difference"] < 1e-5  # uncaptured on the CPU: the same random stream
@@ -870,6 +871,8 @@ def test_step_bench_dry_run_on_cpu(tmp_path):
     # the run names its case as the bench does, so the README's table puts it beside the bench's loops
     assert train["case"] == {"size": str(hparams), "seq_len": 32, "batch_size": 4}
     assert (train["compile_scope"], train["fuse_qkv"], "compile_options" in train) == ("layers", False, False)
+    assert run_hp["bf16_weight_copies"] is True  # --bf16-weight-copies reaches the run
+    assert train["bf16_weight_copies"] is False  # and the report says it was not used (no bf16 autocast here)
     table = load_script(REPO_ROOT / "bench" / "pretrain_throughput.py").markdown(
         json.loads((out / "step-bench-eager.json").read_text()), train)
     row = next(line for line in table.splitlines() if line.startswith(f"| {hparams.parent.name} | 4 x 32 |"))

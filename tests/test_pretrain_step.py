@@ -22,14 +22,10 @@ from bioelectra.optimization import (
     electra_lr_scheduler,
     fused_adamw_available,
 )
+from bioelectra.pretraining.compile_cache import load_compile_cache, save_compile_cache
 from bioelectra.pretraining.jobs import prepare_pretraining, run_pretraining
 from bioelectra.pretraining.settings import resolve_hparams
-from bioelectra.pretraining.step import (
-    WholeTrainingStep,
-    load_compile_cache,
-    resolve_train_step,
-    save_compile_cache,
-)
+from bioelectra.pretraining.step import WholeTrainingStep, resolve_train_step
 
 SEQ = 32
 

@@ -50,7 +50,7 @@ from bioelectra.pretraining.settings import (
     world_size,
 )
 from bioelectra.pretraining.step import resolve_train_step
-from bioelectra.pretraining.trainer import ElectraPretrainer, _use_bf16, training_arguments
+from bioelectra.pretraining.trainer import ElectraPretrainer, training_arguments, uses_bf16
 from bioelectra.reporting import tensorboard_dir
 
 logger = logging.getLogger(__name__)
@@ -231,11 +231,11 @@ def _check_train_step(hp: PretrainingHparams) -> None:
         )  # fmt: skip
         logger.info("train_step auto: %s (%s)", hp.train_step, why)
     if hp.train_step == "trainer":
-        given = (("compile_scope", hp.compile_scope != "step"), ("compile_options", bool(hp.compile_options)))
-        ignored = [name for name, set_ in given if set_]
-        if hp.torch_compile and ignored:
-            logger.warning("%s: the whole step's (train_step whole or captured); the Trainer's step compiles the whole "
-                           "model, with compile_mode alone", " and ".join(ignored))  # fmt: skip
+        given = (("compile_scope", hp.torch_compile and hp.compile_scope != "step"),
+                 ("compile_options", hp.torch_compile and bool(hp.compile_options)), ("bf16_weight_copies", hp.bf16_weight_copies))  # fmt: skip
+        if ignored := [name for name, set_ in given if set_]:
+            logger.warning("%s: the whole step's (train_step whole or captured), not the Trainer's step's (which "
+                           "compiles the whole model with compile_mode alone)", " and ".join(ignored))  # fmt: skip
         return
     if hp.torch_compile and hp.train_step == "captured" and torch.cuda.is_available():  # checked without capture
         inductor_options(hp.compile_mode, hp.compile_options, capture=True)  # when read: inductor's CUDA graphs refused
@@ -471,7 +471,7 @@ def evaluate_checkpoint(
     )
     autocast = (
         torch.autocast("cuda", dtype=torch.bfloat16)
-        if device.type == "cuda" and _use_bf16(hp.precision)
+        if device.type == "cuda" and uses_bf16(hp.precision)
         else None
     )
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):

@@ -21,10 +21,11 @@ from bioelectra.optimization import (
     decay_parameter_groups,
     electra_lr_scheduler,
 )
+from bioelectra.pretraining.compile_cache import load_compile_cache, save_compile_cache
 from bioelectra.pretraining.compile_options import inductor_options
 from bioelectra.pretraining.metrics import pretraining_metrics
 from bioelectra.pretraining.settings import PretrainingHparams
-from bioelectra.pretraining.step import WholeTrainingStep, load_compile_cache, save_compile_cache
+from bioelectra.pretraining.step import WholeTrainingStep
 from bioelectra.reporting import check_report_to
 from bioelectra.trainer_args import asynchronous_step_arguments
 
@@ -118,15 +119,19 @@ class ElectraPretrainer(Trainer):
             logger.warning("train_step=captured needs a CUDA device (this is %s): running the whole step uncaptured", self.args.device)
         unwrapped = self.accelerator.unwrap_model(model)
         unwrapped.train()
+        bf16 = bool(self.args.bf16) and self.args.device.type == "cuda"
+        if self.hparams.bf16_weight_copies and not bf16:
+            logger.warning("bf16_weight_copies: no bf16 autocast in this run (%s), so no casts to spare: not used", self.args.device)
         return WholeTrainingStep(
             unwrapped,
             getattr(self.optimizer, "optimizer", self.optimizer),  # accelerate's AcceleratedOptimizer wraps ours
             max_grad_norm=self.args.max_grad_norm,
-            bf16=bool(self.args.bf16) and self.args.device.type == "cuda",
+            bf16=bf16,
             compile=bool(self.hparams.torch_compile),
             capture=capture,
             compile_scope=self.hparams.compile_scope,
             compile_options=inductor_options(self.hparams.compile_mode, self.hparams.compile_options, capture=capture),
+            bf16_weight_copies=bool(self.hparams.bf16_weight_copies) and bf16,
         )
 
     def _clip_grad_norm(self, model):
@@ -306,7 +311,8 @@ class ElectraPretrainer(Trainer):
         return metrics
 
 
-def _use_bf16(precision: str) -> bool:
+def uses_bf16(precision: str) -> bool:
+    """Whether hparam ``precision`` means bf16 autocast here (``bf16``; ``auto`` on a CUDA device with bf16)."""
     cuda = torch.cuda.is_available()
     if precision == "bf16":
         return True
@@ -338,7 +344,7 @@ def training_arguments(output_dir: Path, hparams: PretrainingHparams, **extra: A
         eval_steps=hparams.eval_steps if hparams.eval_steps > 0 else None,
         seed=hparams.seed,
         data_seed=hparams.seed,  # the sampler's order: the same on every rank, whatever their RNG streams
-        bf16=_use_bf16(hparams.precision),
+        bf16=uses_bf16(hparams.precision),
         use_cpu=not torch.cuda.is_available(),
         torch_compile=trainer_compiles,  # else the whole step compiles
         # a mode turns the Trainer's torch_compile on, whatever torch_compile says: given only where it compiles

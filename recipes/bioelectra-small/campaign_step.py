@@ -83,6 +83,8 @@ def _bench(args, cases: str, output: Path, extra: list[str], timeout: float) -> 
         cmd += ["--batch-size", str(args.batch_size)]
     if args.fuse_qkv:
         cmd += ["--fuse-qkv"]
+    if args.bf16_weight_copies:
+        cmd += ["--bf16-weight-copies"]
     if args.compile_mode != "default" or args.compile_options:
         cmd += ["--compile-mode", args.compile_mode, "--compile-options", args.compile_options or "{}"]
     log("$ " + " ".join(cmd))
@@ -219,6 +221,7 @@ def _train(args, timeout: float, cache: Path) -> dict:
     log(f"train: {why}")
     settings = [["train_step", json.dumps("captured")], ["compile_cache", json.dumps(str(cache))],
                 ["compile_scope", json.dumps(args.compile_scope)], *([["fuse_qkv", "true"]] if args.fuse_qkv else []),
+                *([["bf16_weight_copies", "true"]] if args.bf16_weight_copies else []),
                 ["compile_mode", json.dumps(args.compile_mode)], ["compile_options", args.compile_options or "{}"],
                 *([["logging_steps", json.dumps(args.logging_steps)]] if args.logging_steps else [])]  # fmt: skip
     run_dir = args.work / "run"
@@ -245,8 +248,8 @@ def _train(args, timeout: float, cache: Path) -> dict:
 
 def _train_case(args, run_hp: dict) -> dict:
     """The run's case as the bench names it (``--hparams`` as given, its sequence length and batch), and what
-    sets its compiled step apart as the bench's loops record it (``compile_scope``, ``fuse_qkv``, inductor's
-    merged ``compile_options``), so that ``pretrain_throughput.py --markdown`` puts the run beside the bench's
+    sets its step apart as the bench's loops record it (``compile_scope``, ``fuse_qkv``, ``bf16_weight_copies``
+    where they were used, inductor's merged ``compile_options``), so that ``pretrain_throughput.py --markdown`` puts the run beside the bench's
     loop of the same model, batch and variant."""
     from bioelectra.pretraining.compile_options import inductor_options
 
@@ -254,7 +257,14 @@ def _train_case(args, run_hp: dict) -> dict:
             "batch_size": run_hp.get("per_device_train_batch_size")}  # fmt: skip
     if None in case.values():
         return {}  # the run wrote no hparams (it failed before): no case to name
-    variant: dict = {"compile_scope": run_hp.get("compile_scope"), "fuse_qkv": bool(run_hp.get("fuse_qkv"))}
+    import torch
+
+    from bioelectra.pretraining.trainer import uses_bf16
+
+    # the copies stand in for autocast's casts: the whole step uses them only with bf16 autocast, on CUDA
+    copies = bool(run_hp.get("bf16_weight_copies")) and torch.cuda.is_available() and uses_bf16(run_hp.get("precision", "auto"))
+    variant: dict = {"compile_scope": run_hp.get("compile_scope"), "fuse_qkv": bool(run_hp.get("fuse_qkv")),
+                     "bf16_weight_copies": copies}  # fmt: skip
     if run_hp.get("torch_compile"):
         try:
             variant["compile_options"] = inductor_options(run_hp.get("compile_mode", "default"), run_hp.get("compile_options") or {})
@@ -277,6 +287,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(layers: 12 layers as fast as 1)")  # fmt: skip
     p.add_argument("--fuse-qkv", action="store_true",
                    help="query, key and value as one projection, in every part (bench --fuse-qkv; the run's fuse_qkv)")
+    p.add_argument("--bf16-weight-copies", action="store_true",
+                   help="the forward pass on bf16 copies of the linear weights that the update writes, in every part "
+                        "(bench --bf16-weight-copies; the run's bf16_weight_copies)")
     p.add_argument("--compile-mode", default="default",
                    help="torch.compile's mode in the compiled part and the run (bench --compile-mode; the run's "
                    "compile_mode): max-autotune-no-cudagraphs autotunes inductor's kernels")  # fmt: skip
