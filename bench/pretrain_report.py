@@ -187,9 +187,8 @@ def train_as_report(train: dict, reports: list[dict]) -> dict:
     """A ``step-train.json`` as a bench report of one case whose ``pretrain_train`` loop is the run's median
     window. Its case is its ``case`` (size, seq_len, batch_size; written since 2026-11-28), its row the bench's
     loops with the same ``compile_scope``, ``fuse_qkv``, ``compile_options`` and ``bf16_weight_copies``
-    (:func:`loop_variant`); an older
-    one's case is that of ``reports`` whose fastest loop ran at its ``bench_best_steps_per_second`` (how
-    ``step-bench`` chose that figure).
+    (:func:`loop_variant`); an older one's case is that of ``reports`` whose fastest loop ran at its
+    ``bench_best_steps_per_second`` (how ``step-bench`` chose that figure).
 
     Raises:
         ValueError: no median (the run logged no window), or no case and none or several that match."""

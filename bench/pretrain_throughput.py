@@ -96,7 +96,7 @@ from pretrain_cases import (  # noqa: E402
     update_label,
 )
 from pretrain_measure import flops_figures, host_syncs, measured_matmul_flops, profile_steps  # noqa: E402
-from pretrain_report import TARGETS, case_label, markdown, read_report  # noqa: E402, F401  (TARGETS, case_label, markdown: this module's API too)
+from pretrain_report import TARGETS, case_label, is_train_report, markdown, read_report, train_as_report  # noqa: E402, F401  (TARGETS, case_label, markdown: this module's API too)
 
 #: ``--whole-loops`` names -> (``run_loop``'s ``whole``, ``compile_model``).
 WHOLE_LOOPS = {
@@ -433,10 +433,14 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error(f"--whole-loops: unknown {', '.join(unknown)}; expected some of {', '.join(WHOLE_LOOPS)}")
     if args.markdown:
         reports = [read_report(p) for p in args.markdown]
-        try:
-            print(markdown(*reports), end="")
-        except ValueError as exc:
-            parser.error(f"--markdown: {exc}")
+        bench_reports = [r for r in reports if not is_train_report(r)]
+        for i, path in enumerate(args.markdown):
+            if is_train_report(reports[i]):  # its case found here, so that an error names its file
+                try:
+                    reports[i] = train_as_report(reports[i], bench_reports)
+                except ValueError as exc:
+                    parser.error(f"--markdown {path}: {exc}")
+        print(markdown(*reports), end="")
         return {}  # nothing ran: nothing failed
 
     if args.device == "auto":

@@ -37,6 +37,7 @@ update): ``tests/test_pretrain_step.py``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -258,19 +259,7 @@ class WholeTrainingStep:
         """A context in which the modules hold the bf16 copies in place of the parameters they copy (outside the
         compiled function, as torch.func.functional_call swaps them: the graph reads the copies as inputs);
         a no-op context without ``bf16_weight_copies``."""
-        import contextlib
-
-        @contextlib.contextmanager
-        def swapped():
-            for (module, name, _), copy in zip(self._copied, self._copies, strict=True):
-                module._parameters[name] = copy
-            try:
-                yield
-            finally:
-                for module, name, param in self._copied:
-                    module._parameters[name] = param
-
-        return swapped() if self._copied else contextlib.nullcontext()
+        return _holding(self._copied, self._copies) if self._copied else contextlib.nullcontext()
 
     # -- binding to the optimizer's state ----------------------------------------------------------------
 
@@ -401,8 +390,6 @@ class WholeTrainingStep:
         """A context in which the model's compiled layers (``compile_scope`` ``layers``) run eagerly: an
         evaluation's forward passes (other shapes, no gradients) would otherwise compile them once more.
         A no-op context for the other scopes."""
-        import contextlib
-
         if self.compile_scope != "layers":
             return contextlib.nullcontext()
         return torch.compiler.set_stance("force_eager")
@@ -414,6 +401,19 @@ class WholeTrainingStep:
         count, self.count = self.count, 0
         self.sums.zero_()
         return sums, count
+
+
+@contextlib.contextmanager
+def _holding(entries: list[tuple[torch.nn.Module, str, torch.nn.Parameter]], tensors: list[torch.Tensor]):
+    """Each ``(module, name, parameter)`` of ``entries`` holds the matching tensor of ``tensors`` in place of its
+    parameter within the context, and the parameter again after it (an error included)."""
+    for (module, name, _), tensor in zip(entries, tensors, strict=True):
+        module._parameters[name] = tensor
+    try:
+        yield
+    finally:
+        for module, name, param in entries:
+            module._parameters[name] = param
 
 
 def autocast_weights(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str, torch.nn.Parameter]]:

@@ -119,7 +119,7 @@ class ElectraPretrainer(Trainer):
             logger.warning("train_step=captured needs a CUDA device (this is %s): running the whole step uncaptured", self.args.device)
         unwrapped = self.accelerator.unwrap_model(model)
         unwrapped.train()
-        bf16 = bool(self.args.bf16) and self.args.device.type == "cuda"
+        bf16 = whole_step_bf16(self.hparams.precision, self.args.device)
         if self.hparams.bf16_weight_copies and not bf16:
             logger.warning("bf16_weight_copies: no bf16 autocast in this run (%s), so no casts to spare: not used", self.args.device)
         return WholeTrainingStep(
@@ -317,6 +317,12 @@ def uses_bf16(precision: str) -> bool:
     if precision == "bf16":
         return True
     return precision == "auto" and cuda and torch.cuda.is_bf16_supported()
+
+
+def whole_step_bf16(precision: str, device: torch.device) -> bool:
+    """Whether the whole training step runs under bf16 autocast (and so may use ``bf16_weight_copies``): on CUDA,
+    where hparam ``precision`` means bf16 (:func:`uses_bf16`, the Trainer's ``bf16``)."""
+    return device.type == "cuda" and uses_bf16(precision)
 
 
 def training_arguments(output_dir: Path, hparams: PretrainingHparams, **extra: Any) -> TrainingArguments:

@@ -249,20 +249,20 @@ def _train(args, timeout: float, cache: Path) -> dict:
 def _train_case(args, run_hp: dict) -> dict:
     """The run's case as the bench names it (``--hparams`` as given, its sequence length and batch), and what
     sets its step apart as the bench's loops record it (``compile_scope``, ``fuse_qkv``, ``bf16_weight_copies``
-    where they were used, inductor's merged ``compile_options``), so that ``pretrain_throughput.py --markdown`` puts the run beside the bench's
-    loop of the same model, batch and variant."""
+    where they were used, inductor's merged ``compile_options``), so that ``pretrain_throughput.py --markdown``
+    puts the run beside the bench's loop of the same model, batch and variant."""
+    import torch
+
     from bioelectra.pretraining.compile_options import inductor_options
+    from bioelectra.pretraining.trainer import whole_step_bf16
 
     case = {"size": str(args.hparams), "seq_len": run_hp.get("max_seq_length"),
             "batch_size": run_hp.get("per_device_train_batch_size")}  # fmt: skip
     if None in case.values():
         return {}  # the run wrote no hparams (it failed before): no case to name
-    import torch
-
-    from bioelectra.pretraining.trainer import uses_bf16
-
-    # the copies stand in for autocast's casts: the whole step uses them only with bf16 autocast, on CUDA
-    copies = bool(run_hp.get("bf16_weight_copies")) and torch.cuda.is_available() and uses_bf16(run_hp.get("precision", "auto"))
+    # the copies stand in for autocast's casts: the run's whole step used them only under bf16 autocast
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    copies = bool(run_hp.get("bf16_weight_copies")) and whole_step_bf16(run_hp.get("precision", "auto"), device)
     variant: dict = {"compile_scope": run_hp.get("compile_scope"), "fuse_qkv": bool(run_hp.get("fuse_qkv")),
                      "bf16_weight_copies": copies}  # fmt: skip
     if run_hp.get("torch_compile"):
