@@ -264,24 +264,40 @@ def test_kill_at_half_and_restart_with_the_cli(ner_model, tmp_path):
     assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes()
 
 
+_HEAVY = ("sklearn", "seqeval", "pandas", "scipy.stats")
 _IMPORTS_PROBE = """
 import json, sys
 from downstream.predict.files import predict_files
 summary = predict_files(sys.argv[1], [sys.argv[2]], output=sys.argv[3], device="cpu")
-print(json.dumps({"entities": summary.predictions, "loaded": sorted(m for m in ("sklearn", "seqeval", "pandas", "scipy.stats") if m in sys.modules)}))
-"""
+print(json.dumps({"entities": summary.predictions, "loaded": LOADED}))
+""".replace("LOADED", f"sorted(m for m in {_HEAVY!r} if m in sys.modules)")
+# What transformers alone loads for the same model and tokenizer: transformers 5.17 (the GPU machines' lower
+# bound) imports scikit-learn, and pandas behind it, from its generation utilities whenever it is installed;
+# transformers 5.24, the version tested here, does not.
+_TRANSFORMERS_PROBE = """
+import json, sys
+from transformers import AutoModelForTokenClassification, AutoTokenizer
+AutoModelForTokenClassification.from_pretrained(sys.argv[1]); AutoTokenizer.from_pretrained(sys.argv[1])
+print(json.dumps(LOADED))
+""".replace("LOADED", f"sorted(m for m in {_HEAVY!r} if m in sys.modules)")
 
 
 def test_predict_starts_without_scikit_learn(ner_model, tmp_path):
     """A whole ``predict`` run imports neither seqeval's metrics nor scikit-learn and pandas behind them (1.8 s
-    of a 10 s start on the 2-core machine): its entities are chunked by :func:`downstream.ner.data.iob2_chunks`."""
+    of a 10 s start on the 2-core machine) beyond what transformers itself imports to load the model (nothing
+    with transformers 5.24): its entities are chunked by :func:`downstream.ner.data.iob2_chunks`."""
     source = tmp_path / "in.txt"
     source.write_text(SENTENCE + "\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-c", _IMPORTS_PROBE, str(ner_model), str(source), str(tmp_path / "out.jsonl")],
-                         capture_output=True, text=True, check=True, cwd=ROOT, env=env).stdout  # fmt: skip
-    result = json.loads(out.strip().splitlines()[-1])
-    assert result == {"entities": 2, "loaded": []}
+
+    def probe(*args: str) -> str:
+        return subprocess.run([sys.executable, "-c", *args], capture_output=True, text=True, check=True, cwd=ROOT,
+                              env=env).stdout.strip().splitlines()[-1]  # fmt: skip
+
+    result = json.loads(probe(_IMPORTS_PROBE, str(ner_model), str(source), str(tmp_path / "out.jsonl")))
+    by_transformers = json.loads(probe(_TRANSFORMERS_PROBE, str(ner_model)))
+    assert "seqeval" not in by_transformers
+    assert result == {"entities": 2, "loaded": by_transformers}
 
 
 _HEAP_PROBE = """
