@@ -1,8 +1,9 @@
 """What ``bench/pretrain_throughput.py`` measures beside a loop's time: the model FLOPs of a training step (the
 MFU numerator, counted as its module docstring says), the device's dense bf16 peak and its measured matmul
-rate (the denominators), the kernels of profiled steps by group (``torch.profiler``), and the host
-synchronisations of a step. Imported by ``pretrain_throughput.py`` (and the campaign's ``bench`` step, for the
-matmul rate), which puts this folder on ``sys.path``.
+rate (the denominators), the kernels of profiled steps by group (``torch.profiler``), the host
+synchronisations of a step, and the warm-up steps' time and compile-cache counts (:func:`warm_up`). Imported
+by ``pretrain_throughput.py`` (and the campaign's ``setup``, for the matmul rate), which puts this folder on
+``sys.path``.
 """
 
 from __future__ import annotations
@@ -204,3 +205,19 @@ def flops_figures(
         if matmul_flops:
             result["mfu_measured"] = round(flops * steps_per_second / matmul_flops, 4)
     return result
+
+
+def warm_up(step, warmup: int, device: torch.device) -> tuple[float, dict[str, int]]:
+    """Run ``step(i)`` for the ``warmup`` untimed steps; return their seconds (with torch.compile mostly the
+    compilation, with capture the capture too: the time to the first fast step) and how torch's compile caches
+    served the compilations in them (:func:`bioelectra.pretraining.compile_cache.compile_cache_counts`)."""
+    # imported here: campaign.py's setup imports this module for the matmul rate alone, before the packages
+    from bioelectra.pretraining.compile_cache import compile_cache_counts
+
+    before = compile_cache_counts()
+    start = time.perf_counter()
+    for i in range(warmup):
+        step(i)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - start, compile_cache_counts(since=before)

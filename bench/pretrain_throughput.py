@@ -24,7 +24,9 @@ checks that its steps draw new random numbers (``random_stream``: 3 steps at lea
 not give one loss three times). ``--compile-cache FILE`` loads
 ``torch.compile``'s cache artifacts from FILE before the first compilation (when it exists) and writes them there
 at the end, so a later run compiles from them: ``compile_cache`` in the report says which happened, and each
-loop's ``warmup_seconds`` is its time to the first fast step (compilation and capture included). ``--fuse-qkv``
+loop's ``warmup_seconds`` is its time to the first fast step (compilation and capture included), a compiled loop's
+``compile_cache_counts`` how torch's caches served its graphs in that time (hits against graphs compiled anew:
+what a carried cache saved). ``--fuse-qkv``
 computes each self-attention's query, key and value as one projection in the optimized and whole loops
 (:mod:`bioelectra.fused_attention`; ``fuse_qkv`` in each loop's figures). ``--compile-mode`` and
 ``--compile-options`` tell every compiled loop's ``torch.compile`` a mode and inductor's options (the hparams
@@ -95,7 +97,7 @@ from pretrain_cases import (  # noqa: E402
     make_batches,
     update_label,
 )
-from pretrain_measure import flops_figures, host_syncs, measured_matmul_flops, profile_steps  # noqa: E402
+from pretrain_measure import flops_figures, host_syncs, measured_matmul_flops, profile_steps, warm_up  # noqa: E402
 from pretrain_report import TARGETS, case_label, is_train_report, markdown, read_report, train_as_report  # noqa: E402, F401  (TARGETS, case_label, markdown: this module's API too)
 
 #: ``--whole-loops`` names -> (``run_loop``'s ``whole``, ``compile_model``).
@@ -160,12 +162,7 @@ def run_loop(
         optimizer.zero_grad(set_to_none=True)
         return loss
 
-    start = time.perf_counter()
-    for i in range(warmup):
-        step(i)
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    warmup_seconds = time.perf_counter() - start  # with torch.compile: mostly the compilation
+    warmup_seconds, cache_counts = warm_up(step, warmup, device)
     start = time.perf_counter()
     for i in range(steps):
         loss = step(warmup + i)
@@ -189,6 +186,7 @@ def run_loop(
         "compiled": bool(optimized and compile_model),
         "optimizer": update_label(optimizer, whole_step),
         "compile_options": dict(compile_options or {}) if optimized and compile_model else None,
+        "compile_cache_counts": cache_counts if optimized and compile_model else None,
         "fuse_qkv": fused,
     }
     if whole is not None:

@@ -125,6 +125,12 @@ def test_the_compile_scope_reaches_the_whole_step_and_the_report(bench, tiny, mo
     case = json.loads(out.read_text())["cases"][0]
     assert case["whole_compiled"]["compiled"] is True and case["whole_compiled"]["compile_scope"] == "layers"
     assert "compile_scope" not in case["whole"]  # not compiled: no scope
+    # how torch's compile caches served the compiled loop's warm-up (aot_eager: no inductor graph); none uncompiled
+    counts = case["whole_compiled"]["compile_cache_counts"]
+    assert set(counts) == {"fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass", "autograd_cache_hit",
+                           "autograd_cache_miss", "autograd_cache_bypass"}  # fmt: skip
+    assert counts["fxgraph_cache_hit"] + counts["fxgraph_cache_miss"] == 0
+    assert case["whole"]["compile_cache_counts"] is None
 
 
 def test_markdown_reads_the_figures_the_targets_and_what_limits_each_case(bench, tmp_path, capsys):
@@ -215,6 +221,37 @@ def test_markdown_gives_another_compile_scope_and_the_fused_projection_rows_of_t
     assert "| 10.00 | - | - | - | 101.00 | compiled + captured | x10.10 |" in rows[2] and rows[2].endswith(": met |")
     assert "| 10.00 | - | - | - | 97.00 | compiled + captured | x9.70 |" in rows[3]
     assert "| 10.00 | - | - | - | 99.00 | compiled + captured | x9.90 |" in rows[4]
+
+
+def test_markdown_gives_each_compiled_loop_its_time_to_the_first_fast_step(bench):
+    """The compile-time table: one row per compiled loop and report (the same case compiled from nothing and from
+    a carried cache are two rows, though the speed table merges them), the cache its report loaded, the graphs
+    torch's caches served, and the 60 s bar; uncompiled loops and reports without a compiled loop add nothing."""
+    def report(cache, warmup, counts, **extra):
+        loop = {"steps_per_second": 120.0, "sequences_per_second": 30720.0, "compiled": True, "captured": True,
+                "compile_scope": "step", "warmup_seconds": warmup, **({"compile_cache_counts": counts} if counts else {})}  # fmt: skip
+        return {"device": "NVIDIA H100", **extra, "compile_cache": cache,
+                "cases": [{"size": "recipes/bioelectra-small/hparams.json", "seq_len": 128, "batch_size": 256,
+                           "optimized": {"steps_per_second": 30.0, "compiled": False, "warmup_seconds": 0.5},
+                           "compiled_captured": loop}]}  # fmt: skip
+
+    cold = {"fxgraph_cache_hit": 0, "fxgraph_cache_miss": 4, "fxgraph_cache_bypass": 0,
+            "autograd_cache_hit": 0, "autograd_cache_miss": 1, "autograd_cache_bypass": 1}
+    carried = {"fxgraph_cache_hit": 4, "fxgraph_cache_miss": 0, "fxgraph_cache_bypass": 0,
+               "autograd_cache_hit": 2, "autograd_cache_miss": 0, "autograd_cache_bypass": 0}  # fmt: skip
+    text = bench.markdown(report({"file": "c.bin", "loaded": False}, 86.8, cold),
+                          report({"file": "c.bin", "loaded": True}, 31.5, carried),
+                          report(None, 90.0, None))  # fmt: skip
+    rows = [line for line in text.split("Time to the first fast step")[1].splitlines() if line.startswith("| bioelectra")]
+    assert rows == [
+        "| bioelectra-small | 256 x 128 | compiled + captured | none loaded | 0 of 4 | 0 of 2 (1 refused) | 86.8 | not met |",
+        "| bioelectra-small | 256 x 128 | compiled + captured | loaded | 4 of 4 | 2 of 2 | 31.5 | met |",
+        "| bioelectra-small | 256 x 128 | compiled + captured | - | - | - | 90.0 | not met |",
+    ]  # fmt: skip
+    assert "| bioelectra-small | 256 x 128 | - | 30.00 |" in text  # the speed table: one row of the case
+    uncompiled = report(None, 1.0, None)
+    del uncompiled["cases"][0]["compiled_captured"]
+    assert "Time to the first fast step" not in bench.markdown(uncompiled)
 
 
 def test_the_whole_steps_bf16_weight_copies_go_with_bf16_autocast_only(bench):

@@ -22,7 +22,7 @@ from bioelectra.optimization import (
     electra_lr_scheduler,
     fused_adamw_available,
 )
-from bioelectra.pretraining.compile_cache import load_compile_cache, save_compile_cache
+from bioelectra.pretraining.compile_cache import compile_cache_counts, load_compile_cache, save_compile_cache
 from bioelectra.pretraining.jobs import prepare_pretraining, run_pretraining
 from bioelectra.pretraining.settings import resolve_hparams
 from bioelectra.pretraining.step import WholeTrainingStep, resolve_train_step
@@ -398,16 +398,32 @@ def test_train_step_auto_captures_on_one_cuda_device_only(data_dir, tmp_path):
     assert trainer.hparams.train_step == "trainer"  # the Trainer step the run builds its optimizer for
 
 
-def test_compile_cache_round_trip(tmp_path, caplog):
+def test_compile_cache_round_trip(tmp_path, caplog, monkeypatch):
     """save_compile_cache writes torch.compile's artifacts atomically; load_compile_cache reads them back, skips
-    a missing file silently and an unreadable one with a warning (the run then compiles from scratch)."""
-    torch._dynamo.reset()
-    fn = torch.compile(lambda x: torch.sin(x) * 2 + 1, fullgraph=True)
-    fn(torch.ones(4))
+    a missing file silently and an unreadable one with a warning (the run then compiles from scratch).
+    compile_cache_counts tells the cases apart as a loan's calls meet them: a graph compiled anew in an empty
+    inductor cache folder, served from that folder, compiled anew in another empty one (a new machine), and
+    served there from the carried artifacts (inductor's graph and AOT autograd's each)."""
+
+    def compile_once() -> dict[str, int]:
+        torch._dynamo.reset()
+        before = compile_cache_counts()
+        torch.compile(lambda x: torch.sin(x) * 2 + 1, fullgraph=True)(torch.ones(4))
+        return compile_cache_counts(since=before)
+
+    anew = {"fxgraph_cache_hit": 0, "fxgraph_cache_miss": 1, "autograd_cache_hit": 0, "autograd_cache_miss": 1}
+    served = {"fxgraph_cache_hit": 1, "fxgraph_cache_miss": 0, "autograd_cache_hit": 1, "autograd_cache_miss": 0}
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-1"))
+    assert compile_once().items() >= anew.items()
+    assert compile_once().items() >= served.items()
     path = tmp_path / "cache" / "compile-cache.bin"
     assert save_compile_cache(path) > 0 and path.stat().st_size > 0
     assert not list(path.parent.glob(".*.tmp"))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-2"))
+    assert compile_once().items() >= anew.items()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-3"))
     assert load_compile_cache(path) is True
+    assert compile_once().items() >= served.items()
     assert load_compile_cache(tmp_path / "missing.bin") is False
     (tmp_path / "bad.bin").write_bytes(b"not a cache")
     with caplog.at_level("WARNING"):

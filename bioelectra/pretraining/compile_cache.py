@@ -15,6 +15,24 @@ import torch
 
 logger = logging.getLogger(__name__)
 
+#: torch's own counters of its compile caches (``torch._dynamo.utils.counters``, the same names in torch 2.11 and
+#: 2.13): inductor's graph cache (a hit loads a compiled graph's code and kernels instead of generating them) and
+#: AOT autograd's (a hit skips tracing the forward and backward graphs; a bypass is a graph it refuses to cache).
+#: A hit comes from a carried cache (:func:`load_compile_cache`) or from the machine's own cache directories.
+CACHE_COUNTERS: dict[str, tuple[str, ...]] = {
+    "inductor": ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass"),
+    "aot_autograd": ("autograd_cache_hit", "autograd_cache_miss", "autograd_cache_bypass"),
+}
+
+
+def compile_cache_counts(since: Mapping[str, int] | None = None) -> dict[str, int]:
+    """This process's :data:`CACHE_COUNTERS` (graphs, counted from the process's start), less ``since`` (an
+    earlier return of this function): how the compilations in between were served."""
+    from torch._dynamo.utils import counters
+
+    now = {name: int(counters[group][name]) for group, names in CACHE_COUNTERS.items() for name in names}
+    return {name: count - (since or {}).get(name, 0) for name, count in now.items()}
+
 
 def load_compile_cache(path: str | os.PathLike | None) -> bool:
     """Load ``torch.compile``'s cache artifacts written by :func:`save_compile_cache` (a loan of a GPU that
