@@ -313,6 +313,22 @@ def test_pretrain_train_whole_step_resumes(data_dir, tmp_path):
     assert resumed[4]["loss"] == pytest.approx(straight[4]["loss"], rel=0.05)
 
 
+def test_the_first_compiled_step_of_a_run_logs_how_the_compile_caches_served_it(data_dir, tmp_path, monkeypatch, caplog):
+    """With torch_compile the run's first step says, once, how torch's compile caches served its graphs (the
+    line a loan's log shows for a carried cache); a run without torch_compile says nothing of it. torch.compile
+    is left out here (the C++ build would take minutes): no graph is compiled, so the counts are zero."""
+    monkeypatch.setattr(torch, "compile", lambda fn, **kwargs: fn)
+    for compiled in (True, False):
+        hp = tiny_hparams(max_steps=2, train_step="whole", torch_compile=compiled, compile_scope="layers",
+                          compile_cache=str(tmp_path / f"cache-{compiled}.bin"))  # fmt: skip
+        caplog.clear()
+        with caplog.at_level("INFO", logger="bioelectra.pretraining.trainer"):
+            run_pretraining(data_dir=data_dir, output_dir=tmp_path / f"run-{compiled}", hparams=hp)
+        lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("the first compiled step:")]
+        expected = ["the first compiled step: inductor graphs 0 of 0 from a cache, AOT autograd graphs 0 of 0 from a cache"]
+        assert lines == (expected if compiled else [])
+
+
 def test_whole_step_refuses_accumulation_and_pads_to_one_shape(data_dir, tmp_path):
     with pytest.raises(ValueError, match="train_step='whole' runs on one process without gradient accumulation"):
         prepare_pretraining(

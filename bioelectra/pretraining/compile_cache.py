@@ -34,6 +34,17 @@ def compile_cache_counts(since: Mapping[str, int] | None = None) -> dict[str, in
     return {name: count - (since or {}).get(name, 0) for name, count in now.items()}
 
 
+def describe_cache_counts(counts: Mapping[str, int]) -> str:
+    """:func:`compile_cache_counts` for a log line: ``"inductor graphs 4 of 4 from a cache, AOT autograd graphs
+    1 of 2 (1 refused)"``."""
+    parts = []
+    for group, (hit, miss, bypass) in (("inductor", CACHE_COUNTERS["inductor"]), ("AOT autograd", CACHE_COUNTERS["aot_autograd"])):
+        served, anew, refused = counts.get(hit, 0), counts.get(miss, 0), counts.get(bypass, 0)
+        parts.append(f"{group} graphs {served} of {served + anew + refused} from a cache"
+                     + (f" ({refused} refused)" if refused else ""))  # fmt: skip
+    return ", ".join(parts)
+
+
 def load_compile_cache(path: str | os.PathLike | None) -> bool:
     """Load ``torch.compile``'s cache artifacts written by :func:`save_compile_cache` (a loan of a GPU that
     compiled before compiles from its cache: ``torch.compiler.load_cache_artifacts``). Call it before the

@@ -21,7 +21,12 @@ from bioelectra.optimization import (
     decay_parameter_groups,
     electra_lr_scheduler,
 )
-from bioelectra.pretraining.compile_cache import load_compile_cache, save_compile_cache
+from bioelectra.pretraining.compile_cache import (
+    compile_cache_counts,
+    describe_cache_counts,
+    load_compile_cache,
+    save_compile_cache,
+)
 from bioelectra.pretraining.compile_options import inductor_options
 from bioelectra.pretraining.metrics import pretraining_metrics
 from bioelectra.pretraining.settings import PretrainingHparams
@@ -89,11 +94,12 @@ class ElectraPretrainer(Trainer):
 
     def training_step(self, model, inputs, num_items_in_batch=None):
         """The Trainer's step, or with ``train_step`` ``whole`` / ``captured`` ours (the class docstring): the
-        loss of the step, a `()` device tensor. The first step loads ``hparams.compile_cache`` before compiling
-        and writes it after."""
-        cache = self.hparams.compile_cache if self.hparams.torch_compile and not self._compile_cache_written else ""
-        if cache:
-            load_compile_cache(cache)
+        loss of the step, a `()` device tensor. With ``torch_compile`` the first step loads ``hparams.compile_cache``
+        before compiling, writes it after and logs how torch's compile caches served its graphs."""
+        first_compiled = self.hparams.torch_compile and not self._compile_cache_written
+        if first_compiled:
+            load_compile_cache(self.hparams.compile_cache)
+            before = compile_cache_counts()
         if self.hparams.train_step == "trainer":
             loss = super().training_step(model, inputs, num_items_in_batch)
         else:
@@ -106,9 +112,10 @@ class ElectraPretrainer(Trainer):
             if not model.training:  # an evaluation left it in eval mode (captured: the mode is in the graph)
                 model.train()
             loss = self._whole_step(self._prepare_inputs(inputs))
-        if cache:
-            save_compile_cache(cache)
+        if first_compiled:
+            save_compile_cache(self.hparams.compile_cache)
             self._compile_cache_written = True
+            logger.info("the first compiled step: %s", describe_cache_counts(compile_cache_counts(since=before)))
         return loss
 
     def _make_whole_step(self, model) -> WholeTrainingStep:
