@@ -264,13 +264,14 @@ def test_kill_at_half_and_restart_with_the_cli(ner_model, tmp_path):
     assert out.read_bytes() == (tmp_path / "reference.jsonl").read_bytes()
 
 
-_HEAVY = ("sklearn", "seqeval", "pandas", "scipy.stats")
+# the heavy modules a probe lists as loaded (a Python expression run inside each probe)
+_LOADED = f"sorted(m for m in {('sklearn', 'seqeval', 'pandas', 'scipy.stats')!r} if m in sys.modules)"
 _IMPORTS_PROBE = """
 import json, sys
 from downstream.predict.files import predict_files
 summary = predict_files(sys.argv[1], [sys.argv[2]], output=sys.argv[3], device="cpu")
 print(json.dumps({"entities": summary.predictions, "loaded": LOADED}))
-""".replace("LOADED", f"sorted(m for m in {_HEAVY!r} if m in sys.modules)")
+""".replace("LOADED", _LOADED)
 # What transformers alone loads for the same model and tokenizer: transformers 5.17 (the GPU machines' lower
 # bound) imports scikit-learn, and pandas behind it, from its generation utilities whenever it is installed;
 # transformers 5.24, the version tested here, does not.
@@ -279,7 +280,7 @@ import json, sys
 from transformers import AutoModelForTokenClassification, AutoTokenizer
 AutoModelForTokenClassification.from_pretrained(sys.argv[1]); AutoTokenizer.from_pretrained(sys.argv[1])
 print(json.dumps(LOADED))
-""".replace("LOADED", f"sorted(m for m in {_HEAVY!r} if m in sys.modules)")
+""".replace("LOADED", _LOADED)
 
 
 def test_predict_starts_without_scikit_learn(ner_model, tmp_path):

@@ -36,11 +36,11 @@ def compile_cache_counts(since: Mapping[str, int] | None = None) -> dict[str, in
 
 def describe_cache_counts(counts: Mapping[str, int]) -> str:
     """:func:`compile_cache_counts` for a log line: ``"inductor graphs 4 of 4 from a cache, AOT autograd graphs
-    1 of 2 (1 refused)"``."""
+    1 of 2 from a cache (1 refused)"``."""
     parts = []
-    for group, (hit, miss, bypass) in (("inductor", CACHE_COUNTERS["inductor"]), ("AOT autograd", CACHE_COUNTERS["aot_autograd"])):
-        served, anew, refused = counts.get(hit, 0), counts.get(miss, 0), counts.get(bypass, 0)
-        parts.append(f"{group} graphs {served} of {served + anew + refused} from a cache"
+    for label, group in (("inductor", "inductor"), ("AOT autograd", "aot_autograd")):
+        served, anew, refused = (counts.get(name, 0) for name in CACHE_COUNTERS[group])  # hit, miss, bypass
+        parts.append(f"{label} graphs {served} of {served + anew + refused} from a cache"
                      + (f" ({refused} refused)" if refused else ""))  # fmt: skip
     return ", ".join(parts)
 
