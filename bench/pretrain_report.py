@@ -167,7 +167,7 @@ def _limits(key: tuple[str, int, int, str], loops: dict[str, dict]) -> list[str]
     return lines
 
 
-def _served(counts: dict | None, prefix: str) -> str:
+def cache_served(counts: dict | None, prefix: str) -> str:
     """``"3 of 5"``: of a loop's graphs counted by ``compile_cache_counts`` under ``prefix`` (``fxgraph_cache``:
     inductor's, ``autograd_cache``: AOT autograd's), how many a cache served; those it refused are named."""
     if not counts:
@@ -180,7 +180,8 @@ def compile_time_lines(reports: list[dict]) -> list[str]:
     """A table of every compiled loop's time to its first fast step (``warmup_seconds``: compilation, the warm-up
     steps and the capture), report by report (the same case compiled from nothing and from a carried cache are
     two rows), with the cache its report loaded (``compile_cache``), how torch's caches served its graphs
-    (``compile_cache_counts``, since 2026-11-28) and :data:`COMPILE_SECONDS_BAR`; ``[]`` where no loop compiled."""
+    (``compile_cache_counts``, since 2026-11-28) and :data:`COMPILE_SECONDS_BAR`; ``[]`` where no loop compiled.
+    A compiled ``pretrain train`` run's row is its first step (:func:`train_as_report`)."""
     rows = []
     for report in reports:
         carried = report.get("compile_cache")
@@ -188,19 +189,19 @@ def compile_time_lines(reports: list[dict]) -> list[str]:
         for case in report.get("cases", []):
             for heading, key, compiled in LOOP_COLUMNS:
                 loop = case.get(key) or {}
-                if (heading == TRAIN_HEADING or "error" in loop or not loop.get("compiled") or compiled is False
-                        or loop.get("warmup_seconds") is None):  # fmt: skip
+                if "error" in loop or not loop.get("compiled") or compiled is False or loop.get("warmup_seconds") is None:
                     continue
                 label = _label((case["size"], case["seq_len"], case["batch_size"], loop_variant(loop)))
                 counts, seconds = loop.get("compile_cache_counts"), loop["warmup_seconds"]
                 met = "met" if seconds <= COMPILE_SECONDS_BAR else "not met"
                 rows.append(f"| {label} | {case['batch_size']} x {case['seq_len']} | {heading} | {cache} | "
-                            f"{_served(counts, 'fxgraph_cache')} | {_served(counts, 'autograd_cache')} | "
+                            f"{cache_served(counts, 'fxgraph_cache')} | {cache_served(counts, 'autograd_cache')} | "
                             f"{seconds:,.1f} | {met} |")  # fmt: skip
     if not rows:
         return []
     return ["", "Time to the first fast step of each compiled loop (its warm-up steps: compilation, the first steps "
-            "and the capture), with the compile cache its run loaded (`--compile-cache`) and the graphs torch's "
+            f"and the capture; for {TRAIN_HEADING}, its first step), with the compile cache its run loaded "
+            "(`--compile-cache`, the hparam `compile_cache`) and the graphs torch's "
             f"caches served (a carried cache's, or the machine's own cache folders'); the bar is <= "
             f"{COMPILE_SECONDS_BAR:.0f} s:", "",
             "| case | batch x length | loop | compile cache | inductor graphs from a cache | AOT autograd graphs "
@@ -232,7 +233,10 @@ def train_as_report(train: dict, reports: list[dict]) -> dict:
     window. Its case is its ``case`` (size, seq_len, batch_size; written since 2026-11-28), its row the bench's
     loops with the same ``compile_scope``, ``fuse_qkv``, ``compile_options`` and ``bf16_weight_copies``
     (:func:`loop_variant`); an older one's case is that of ``reports`` whose fastest loop ran at its
-    ``bench_best_steps_per_second`` (how ``step-bench`` chose that figure).
+    ``bench_best_steps_per_second`` (how ``step-bench`` chose that figure). A compiled run's
+    ``first_compiled_step`` (``first_compiled_step.json``, since the sixteenth session) gives the loop its
+    ``warmup_seconds`` and ``compile_cache_counts`` and the report its ``compile_cache``, for
+    :func:`compile_time_lines`.
 
     Raises:
         ValueError: no median (the run logged no window), or no case and none or several that match."""
@@ -255,7 +259,12 @@ def train_as_report(train: dict, reports: list[dict]) -> dict:
             "compiled": bool(train.get("torch_compile")), "train_step": train.get("train_step"),
             "windows": max(len(windows) - 1, 1) if windows else None,
             **{k: train[k] for k in ("compile_scope", "fuse_qkv", "compile_options", "bf16_weight_copies") if k in train}}  # fmt: skip
-    return {"cases": [{**case, "pretrain_train": loop}]}
+    first = train.get("first_compiled_step") or {}
+    if first.get("seconds") is None:
+        return {"cases": [{**case, "pretrain_train": loop}]}
+    loop.update(warmup_seconds=first["seconds"], compile_cache_counts=first.get("compile_cache_counts"))
+    carried = {"file": first.get("compile_cache"), "loaded": bool(first.get("compile_cache_loaded"))}
+    return {"cases": [{**case, "pretrain_train": loop}], "compile_cache": carried}
 
 
 def markdown(report: dict, *more: dict | None) -> str:

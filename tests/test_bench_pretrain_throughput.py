@@ -249,6 +249,17 @@ def test_markdown_gives_each_compiled_loop_its_time_to_the_first_fast_step(bench
         "| bioelectra-small | 256 x 128 | compiled + captured | - | - | - | 90.0 | not met |",
     ]  # fmt: skip
     assert "| bioelectra-small | 256 x 128 | - | 30.00 |" in text  # the speed table: one row of the case
+    # a compiled pretrain train run: its first step (first_compiled_step.json, carried into step-train.json)
+    train = {"median_steps_per_second": 119.0, "windows": [{"step": 1}, {"step": 200}], "train_step": "captured",
+             "torch_compile": True, "case": {"size": "recipes/bioelectra-small/hparams.json", "seq_len": 128, "batch_size": 256},
+             "compile_scope": "step", "first_compiled_step": {"seconds": 37.04, "compile_cache": "c.bin",
+                                                              "compile_cache_loaded": True, "compile_cache_counts": carried}}  # fmt: skip
+    text = bench.markdown(report({"file": "c.bin", "loaded": True}, 31.5, carried), train)
+    rows = [line for line in text.split("Time to the first fast step")[1].splitlines() if line.startswith("| bioelectra")]
+    assert rows[1] == "| bioelectra-small | 256 x 128 | `pretrain train` | loaded | 4 of 4 | 2 of 2 | 37.0 | met |", rows
+    eager_run = {k: v for k, v in train.items() if k != "first_compiled_step"}  # an older report, or an eager run
+    assert len([r for r in bench.markdown(report(None, 31.5, None), eager_run).split("Time to")[1].splitlines()
+                if r.startswith("| bioelectra")]) == 1  # fmt: skip
     uncompiled = report(None, 1.0, None)
     del uncompiled["cases"][0]["compiled_captured"]
     assert "Time to the first fast step" not in bench.markdown(uncompiled)

@@ -4,6 +4,7 @@ train`` the same losses, checkpoints and resume as the Trainer's own step."""
 
 import json
 import math
+import re
 
 import pytest
 import torch
@@ -22,7 +23,12 @@ from bioelectra.optimization import (
     electra_lr_scheduler,
     fused_adamw_available,
 )
-from bioelectra.pretraining.compile_cache import compile_cache_counts, load_compile_cache, save_compile_cache
+from bioelectra.pretraining.compile_cache import (
+    CACHE_COUNTERS,
+    compile_cache_counts,
+    load_compile_cache,
+    save_compile_cache,
+)
 from bioelectra.pretraining.jobs import prepare_pretraining, run_pretraining
 from bioelectra.pretraining.settings import resolve_hparams
 from bioelectra.pretraining.step import WholeTrainingStep, resolve_train_step
@@ -314,19 +320,47 @@ def test_pretrain_train_whole_step_resumes(data_dir, tmp_path):
 
 
 def test_the_first_compiled_step_of_a_run_logs_how_the_compile_caches_served_it(data_dir, tmp_path, monkeypatch, caplog):
-    """With torch_compile the run's first step says, once, how torch's compile caches served its graphs (the
-    line a loan's log shows for a carried cache); a run without torch_compile says nothing of it. torch.compile
-    is left out here (the C++ build would take minutes): no graph is compiled, so the counts are zero."""
+    """With torch_compile the run's first step says, once, how long it took and how torch's compile caches served
+    its graphs (the line a loan's log shows for a carried cache), and writes the same into the run's folder
+    (first_compiled_step.json); a run without torch_compile does neither. torch.compile is left out here (the C++
+    build would take minutes): no graph is compiled, so the counts are zero."""
+    import bioelectra.pretraining.trainer as trainer_module
+    from bioelectra.pretraining import FIRST_COMPILED_STEP_FILE
+
     monkeypatch.setattr(torch, "compile", lambda fn, **kwargs: fn)
+    lines: dict[bool, list[str]] = {}
     for compiled in (True, False):
         hp = tiny_hparams(max_steps=2, train_step="whole", torch_compile=compiled, compile_scope="layers",
                           compile_cache=str(tmp_path / f"cache-{compiled}.bin"))  # fmt: skip
         caplog.clear()
         with caplog.at_level("INFO", logger="bioelectra.pretraining.trainer"):
             run_pretraining(data_dir=data_dir, output_dir=tmp_path / f"run-{compiled}", hparams=hp)
-        lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("the first compiled step:")]
-        expected = ["the first compiled step: inductor graphs 0 of 0 from a cache, AOT autograd graphs 0 of 0 from a cache"]
-        assert lines == (expected if compiled else [])
+        lines[compiled] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("the first compiled step:")]
+        assert (tmp_path / f"run-{compiled}" / FIRST_COMPILED_STEP_FILE).is_file() is compiled
+    assert lines[False] == [] and len(lines[True]) == 1, lines
+    assert re.fullmatch(r"the first compiled step: \d+\.\d s; inductor graphs 0 of 0 from a cache, "
+                        r"AOT autograd graphs 0 of 0 from a cache", lines[True][0])  # fmt: skip
+    record = json.loads((tmp_path / "run-True" / FIRST_COMPILED_STEP_FILE).read_text())
+    assert record["seconds"] > 0 and record["global_step"] == 0 and record["compile_cache_loaded"] is False
+    assert record["compile_cache"] == str(tmp_path / "cache-True.bin")  # nothing there to load: the first run
+    assert set(record["compile_cache_counts"]) == {n for names in CACHE_COUNTERS.values() for n in names}
+    assert (record["train_step"], record["compile_scope"], record["compile_mode"]) == ("whole", "layers", "default")
+
+    # a resumed run compiles again: its record replaces the first, with the step it began at and the cache it loaded
+    monkeypatch.setattr(trainer_module, "load_compile_cache", lambda path: True)
+    counts = iter([{"fxgraph_cache_hit": 1, "fxgraph_cache_miss": 1}, {"fxgraph_cache_hit": 4, "fxgraph_cache_miss": 2}])
+    monkeypatch.setattr(trainer_module, "compile_cache_counts",
+                        lambda since=None: {k: v - (since or {}).get(k, 0) for k, v in next(counts).items()})  # fmt: skip
+    caplog.clear()
+    with caplog.at_level("INFO", logger="bioelectra.pretraining.trainer"):
+        run_pretraining(data_dir=data_dir, output_dir=tmp_path / "run-True",
+                        hparams=tiny_hparams(max_steps=3, train_step="whole", torch_compile=True, compile_scope="layers",
+                                             compile_cache=str(tmp_path / "cache-True.bin")))  # fmt: skip
+    record = json.loads((tmp_path / "run-True" / FIRST_COMPILED_STEP_FILE).read_text())
+    assert record["global_step"] == 2 and record["compile_cache_loaded"] is True
+    assert record["compile_cache_counts"] == {"fxgraph_cache_hit": 3, "fxgraph_cache_miss": 1}  # over the step only
+    resumed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("the first compiled step:")]
+    assert len(resumed) == 1 and resumed[0].endswith("; inductor graphs 3 of 4 from a cache, AOT autograd graphs 0 of 0 from a cache")
 
 
 def test_whole_step_refuses_accumulation_and_pads_to_one_shape(data_dir, tmp_path):

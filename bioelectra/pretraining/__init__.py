@@ -15,7 +15,8 @@ The training loop is the Trainer's. ELECTRA's specifics enter through its hooks:
 Layout of an output directory (``--output-dir``, default ``<data-dir>/models/<model-name>`` as the
 original's ``<data-dir>/models/<model-name>``): ``checkpoint-N/`` (the joint model via ``save_pretrained``,
 tokenizer files, optimizer / scheduler / RNG state), ``hparams.json`` (resolved) and
-``eval_results.json`` (metrics after the last step).
+``eval_results.json`` (metrics after the last step); with ``torch_compile``, ``first_compiled_step.json``
+(the first compiled step's seconds and how torch's compile caches served it).
 """
 
 from bioelectra.pretraining.callbacks import (  # noqa: F401
@@ -40,6 +41,7 @@ from bioelectra.pretraining.checkpoints import (  # noqa: F401
     set_aside_incomplete_checkpoints,
     write_vocab_txt,
 )
+from bioelectra.pretraining.compile_cache import FIRST_COMPILED_STEP_FILE  # noqa: F401
 from bioelectra.pretraining.inputs import (  # noqa: F401
     ORIGINAL_DATA_SUBDIR,
     PretrainingData,
@@ -88,6 +90,7 @@ __all__ = [
     "load_pretraining_data",
     "make_collator",
     "EVAL_RESULTS_FILE",
+    "FIRST_COMPILED_STEP_FILE",
     "evaluate_checkpoint",
     "prepare_pretraining",
     "run_pretraining",

@@ -24,6 +24,12 @@ CACHE_COUNTERS: dict[str, tuple[str, ...]] = {
     "aot_autograd": ("autograd_cache_hit", "autograd_cache_miss", "autograd_cache_bypass"),
 }
 
+#: What ``pretrain train`` with ``torch_compile`` writes into its output directory after its first compiled step
+#: (:meth:`bioelectra.pretraining.trainer.PretrainingTrainer.training_step`): the step's seconds, the carried
+#: cache and whether it loaded, and :func:`compile_cache_counts` over the step. Each run of the directory (a
+#: resume compiles again) replaces it.
+FIRST_COMPILED_STEP_FILE = "first_compiled_step.json"
+
 
 def compile_cache_counts(since: Mapping[str, int] | None = None) -> dict[str, int]:
     """This process's :data:`CACHE_COUNTERS` (graphs, counted from the process's start), less ``since`` (an

@@ -22,6 +22,7 @@ from bioelectra.optimization import (
     electra_lr_scheduler,
 )
 from bioelectra.pretraining.compile_cache import (
+    FIRST_COMPILED_STEP_FILE,
     compile_cache_counts,
     describe_cache_counts,
     load_compile_cache,
@@ -95,11 +96,13 @@ class ElectraPretrainer(Trainer):
     def training_step(self, model, inputs, num_items_in_batch=None):
         """The Trainer's step, or with ``train_step`` ``whole`` / ``captured`` ours (the class docstring): the
         loss of the step, a `()` device tensor. With ``torch_compile`` the first step loads ``hparams.compile_cache``
-        before compiling, writes it after and logs how torch's compile caches served its graphs."""
+        before compiling, writes it after, logs how torch's compile caches served its graphs and records it all
+        in :data:`FIRST_COMPILED_STEP_FILE` (:meth:`_record_first_compiled_step`)."""
         first_compiled = self.hparams.torch_compile and not self._compile_cache_written
         if first_compiled:
-            load_compile_cache(self.hparams.compile_cache)
+            loaded = load_compile_cache(self.hparams.compile_cache)
             before = compile_cache_counts()
+            started = time.perf_counter()
         if self.hparams.train_step == "trainer":
             loss = super().training_step(model, inputs, num_items_in_batch)
         else:
@@ -113,10 +116,34 @@ class ElectraPretrainer(Trainer):
                 model.train()
             loss = self._whole_step(self._prepare_inputs(inputs))
         if first_compiled:
+            seconds = time.perf_counter() - started
             save_compile_cache(self.hparams.compile_cache)
             self._compile_cache_written = True
-            logger.info("the first compiled step: %s", describe_cache_counts(compile_cache_counts(since=before)))
+            self._record_first_compiled_step(seconds, loaded, compile_cache_counts(since=before))
         return loss
+
+    def _record_first_compiled_step(self, seconds: float, loaded: bool, counts: dict[str, int]) -> None:
+        """Log the first compiled step and write :data:`FIRST_COMPILED_STEP_FILE` into the output directory
+        (the main process; atomically): ``seconds`` (the host's wall seconds of the step: loading the cache,
+        compiling, with ``captured`` the warm-up and the capture; the device may still be running its last
+        kernels, milliseconds against the compilation's seconds), ``global_step`` (0, or where a resumed run
+        began), ``compile_cache`` (the file, or ``null``) and ``compile_cache_loaded``, ``compile_cache_counts``
+        (:func:`compile_cache_counts` over the step), ``train_step``, ``compile_scope``, ``compile_mode``. So a
+        run's compile time with and without a carried cache is read from its folder, not from its console."""
+        logger.info("the first compiled step: %.1f s; %s", seconds, describe_cache_counts(counts))
+        if not self.is_world_process_zero():
+            return
+        import json
+
+        from bioelectra.textio import atomic_write_text
+
+        record = {"seconds": round(seconds, 3), "global_step": self.state.global_step,
+                  "compile_cache": self.hparams.compile_cache or None, "compile_cache_loaded": loaded,
+                  "compile_cache_counts": counts, "train_step": self.hparams.train_step,
+                  "compile_scope": self.hparams.compile_scope, "compile_mode": self.hparams.compile_mode}  # fmt: skip
+        output_dir = Path(self.args.output_dir)
+        output_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(output_dir / FIRST_COMPILED_STEP_FILE, json.dumps(record, indent=2) + "\n")
 
     def _make_whole_step(self, model) -> WholeTrainingStep:
         """The whole step over the unwrapped model and the Trainer's optimizer (accelerate's wrappers left
