@@ -493,6 +493,55 @@ def test_report_of_a_continued_run_adds_the_earlier_runs(tmp_path):
         c.main(["report", "--results", str(second), "--continues", str(tmp_path / "elsewhere")])
 
 
+def test_report_says_how_the_step_ran_compiled_and_fell_back(tmp_path):
+    """The run's table says how its step ran (train_step, the compile scope and options, the fused projection),
+    a failed first run that the supervisor ran again (the whole step's, on with the Trainer's step: no KeyError),
+    and the first compiled step's seconds and cache counts (first_compiled_step.json, which collect packs); the
+    throughput table reads step-bench's reports among the results and step-train.json given with --bench."""
+    c = load_campaign()
+    res = _minimal_results(tmp_path / "results", steps=17_030, seconds=194.0, flos=1e16, device="NVIDIA H200")
+    hp = json.loads((res / "run-hparams.json").read_text())
+    hp.update(train_step="captured", torch_compile=True, compile_scope="layers", compile_options={"combo_kernels": True},
+              fuse_qkv=True, max_seq_length=128)  # fmt: skip
+    (res / "run-hparams.json").write_text(json.dumps(hp))
+    (res / "train-done.json").write_text(json.dumps({"returncode": 0, "whole_step_returncode": 1, "fallback": "trainer"}))
+    counts = {"fxgraph_cache_hit": 4, "fxgraph_cache_miss": 1, "autograd_cache_hit": 1, "autograd_cache_bypass": 1}
+    (res / "first_compiled_step.json").write_text(json.dumps(
+        {"seconds": 37.04, "global_step": 0, "compile_cache": "/tmp/bes/compile-cache.bin", "compile_cache_loaded": True,
+         "compile_cache_counts": counts}))  # fmt: skip
+    recipe = str(c.HPARAMS)
+    (res / "step-bench-compiled.json").write_text(json.dumps({"device": "NVIDIA H200", "cases": [
+        {"size": recipe, "seq_len": 128, "batch_size": 256,
+         "compiled_captured": {"steps_per_second": 120.0, "compiled": True, "captured": True, "warmup_seconds": 86.8}}]}))  # fmt: skip
+    train = {"median_steps_per_second": 119.1, "windows": [{"step": 1}, {"step": 200}, {"step": 400}], "train_step": "captured",
+             "torch_compile": True, "case": {"size": recipe, "seq_len": 128, "batch_size": 256}, "compile_scope": "step",
+             "first_compiled_step": {"seconds": 37.04, "compile_cache_loaded": True, "compile_cache_counts": counts}}  # fmt: skip
+    (tmp_path / "step-train.json").write_text(json.dumps(train))
+    c.main(["report", "--results", str(res), "--bench", str(tmp_path / "step-train.json")])
+    report = (res / "report.md").read_text()
+    for line in (
+        "warmup - steps, train_step captured, torch.compile True (scope layers, options {\"combo_kernels\": true}); "
+        "fuse_qkv; the whole-step run failed (exit 1) and went on with the Trainer's step, untied generator - |",
+        "| first compiled step | 37.0 s at step 0; compile cache compile-cache.bin loaded; graphs from a cache: "
+        "inductor 4 of 5, AOT autograd 1 of 2 (1 refused) |",
+        "| bioelectra-small | 256 x 128 | - | - | - | - | 120.00 | 119.10 | compiled + captured |",
+        "| bioelectra-small | 256 x 128 | compiled + captured | - | - | - | 86.8 | not met |",
+        "| bioelectra-small | 256 x 128 | `pretrain train` | loaded | 4 of 5 | 1 of 2 (1 refused) | 37.0 | met |",
+        "`bench/pretrain_throughput.py --markdown` over `step-bench-compiled.json`, `step-train.json`:",
+    ):  # fmt: skip
+        assert line in report, f"{line}\n---\n{report}"
+    # an older supervisor's record (a compiled run, on eager); a run that compiled nothing has no such row
+    (res / "train-done.json").write_text(json.dumps({"returncode": 0, "compiled_returncode": 1, "fallback": "eager"}))
+    (res / "first_compiled_step.json").unlink()
+    (tmp_path / "step-train.json").write_text(json.dumps({**train, "case": {**train["case"], "batch_size": 8}}))
+    c.main(["report", "--results", str(res), "--bench", str(tmp_path / "step-train.json")])
+    report = (res / "report.md").read_text()
+    assert "; the compiled run failed (exit 1) and went on eager," in report and "| first compiled step | - |" in report
+    assert "| bioelectra-small | 8 x 128 |" in report  # its own case: a row of its own
+    with pytest.raises(SystemExit, match="--bench .*missing.json: no such file"):
+        c.main(["report", "--results", str(res), "--bench", str(tmp_path / "missing.json")])
+
+
 def test_packs_leave_room_for_the_checkout_that_travels_with_them(tmp_path):
     """A call carries the working tree (tracked and untracked-not-ignored files) and the packs in 64 MiB."""
     c = load_campaign()
@@ -737,6 +786,8 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     with tarfile.open(tmp_path / "results.tar") as tar:
         tar.extractall(here, filter="data")
     assert json.loads((here / "trainer_state.json").read_text())["global_step"] == 4
+    first = json.loads((here / "first_compiled_step.json").read_text())  # the run compiled: its compile time
+    assert first["seconds"] > 0 and first["compile_cache_loaded"] is False  # --compile-cache named no file
     assert json.loads((here / "bench-compiled.json").read_text())["cases"][0]["optimized"]["compiled"]
     assert "disc_auc" in json.loads((here / "eval.json").read_text())["metrics"]
     assert json.loads((here / "env.json").read_text())["device"] == "cpu"  # setup's, packed: the results name their machine

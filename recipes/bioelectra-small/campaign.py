@@ -99,7 +99,7 @@ from campaign_here import (  # noqa: E402, F401
     travelling_bytes,
     xz_compress,
 )  # fmt: skip
-from campaign_report import cmd_report  # noqa: E402
+from campaign_report import add_report_arguments, cmd_report  # noqa: E402
 from campaign_step import add_arguments as step_bench_arguments  # noqa: E402
 from campaign_step import cmd_step_bench, train_speed  # noqa: E402, F401
 from campaign_train import (  # noqa: E402, F401
@@ -316,6 +316,8 @@ def cmd_collect(args) -> None:
     are what the session exists for, and the CPU can evaluate them afterwards."""
     work, out = args.work, args.out
     use_site(work)
+    from bioelectra.pretraining.compile_cache import FIRST_COMPILED_STEP_FILE
+
     run_dir, export = work / "run", work / "export"
     if export.exists():
         shutil.rmtree(export)
@@ -335,6 +337,7 @@ def cmd_collect(args) -> None:
         (run_dir / "hparams.json", "run-hparams.json"),
         (run_dir / "eval_results.json", "eval_results.json"),
         (run_dir / "fitted_schedule.json", "fitted_schedule.json"),
+        (run_dir / FIRST_COMPILED_STEP_FILE, FIRST_COMPILED_STEP_FILE),
         (work / "train-done.json", "train-done.json"),
         (work / "train.log", "train.log"),
         (run_dir / "log_history.jsonl", "log_history.jsonl"),
@@ -457,12 +460,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-mib", type=float, default=32.0)
 
     p = stage("report", cmd_report, "the brought-back figures as Markdown tables: report.md, and model-card.md, the card's draft (CPU, here)")
-    p.add_argument("--results", type=Path, required=True, help="the unpacked results tar")
-    p.add_argument("--finetune", type=Path, action="append", default=None,
-                   help="a finetune.json (repeatable, later ones win; default: the one in --results)")  # fmt: skip
-    p.add_argument("--continues", type=Path, action="append", default=[],
-                   help="the unpacked results of a run this one continued from (pretrain train --init-from its export); "
-                        "repeatable, earliest first: the report adds their steps, examples, time and FLOPs")  # fmt: skip
+    add_report_arguments(p)
 
     return parser
 

@@ -4,6 +4,7 @@ draft (``model-card.md``, :mod:`campaign_card`). Run it through ``campaign.py re
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -114,9 +115,8 @@ def _pretraining_lines(results: Path, figures: dict, manifest: dict, continues: 
         ("optimisation", (f"schedule fitted to {num(fitted.get('max_train_seconds'), ',.0f')} s of training: " if fitted else "")
                          + f"peak learning rate {num(fitted.get('peak_learning_rate', hp.get('learning_rate')), '.3g')}, "
                          f"warmup {num(fitted.get('warmup_steps', hp.get('warmup_steps')))} steps, "
-                         f"torch.compile {bool(hp.get('torch_compile'))}"
-                         + (f" (the compiled run failed with exit {done['compiled_returncode']}; it went on eager)" if done.get("fallback") else "")
-                         + f", untied generator {hp.get('untied_generator', '-')}"),
+                         f"{step_description(hp)}{fallback_note(done)}, untied generator {hp.get('untied_generator', '-')}"),
+        ("first compiled step", first_compiled_step_text(read_json(results / "first_compiled_step.json", None))),
     ]  # fmt: skip
     if continues:
         rows += _continued_rows(figures, list(continues), train_examples)
@@ -130,10 +130,79 @@ def _pretraining_lines(results: Path, figures: dict, manifest: dict, continues: 
     return lines
 
 
-def _corpus_and_throughput_lines(results: Path, manifest: dict) -> list[str]:
+def step_description(hp: dict) -> str:
+    """How the run's training step ran, from its hparams (``run-hparams.json``): ``train_step`` (the whole step
+    of ours, captured or not, or the Trainer's), ``torch.compile`` and, where they were used, the compile scope,
+    mode and options, ``fuse_qkv`` and the bf16 weight copies."""
+    text = f"train_step {hp.get('train_step', '-')}, torch.compile {bool(hp.get('torch_compile'))}"
+    how = []
+    if hp.get("torch_compile") and hp.get("compile_scope", "step") != "step":
+        how.append(f"scope {hp['compile_scope']}")
+    if hp.get("torch_compile") and hp.get("compile_mode", "default") != "default":
+        how.append(f"mode {hp['compile_mode']}")
+    if hp.get("torch_compile") and hp.get("compile_options"):
+        how.append(f"options {json.dumps(hp['compile_options'], sort_keys=True)}")
+    if how:
+        text += f" ({', '.join(how)})"
+    return text + ("; fuse_qkv" if hp.get("fuse_qkv") else "") + ("; bf16 weight copies" if hp.get("bf16_weight_copies") else "")
+
+
+def fallback_note(done: dict) -> str:
+    """What ``train-done.json`` says of a failed first run that the supervisor ran again
+    (:func:`campaign_train.supervise`): the whole step's failure, run on with the Trainer's step, or a compiled
+    run's, run on eager; ``""`` when the first run was the only one."""
+    if done.get("fallback") == "trainer":
+        return f"; the whole-step run failed (exit {done.get('whole_step_returncode')}) and went on with the Trainer's step"
+    if done.get("fallback"):
+        return f"; the compiled run failed (exit {done.get('compiled_returncode')}) and went on eager"
+    return ""
+
+
+def first_compiled_step_text(first: dict | None) -> str:
+    """``first_compiled_step.json`` (``pretrain train`` with ``torch_compile``) as a cell: the first step's
+    seconds (loading the cache, compiling, the capture), the cache and whether it loaded, and the graphs torch's
+    caches served; ``-`` for a run that compiled nothing or wrote none."""
+    if not first:
+        return "-"
+    served = _load("pretrain_report", REPO / "bench" / "pretrain_report.py").cache_served
+    counts = first.get("compile_cache_counts") or {}
+    cache = first.get("compile_cache")
+    carried = ("no compile cache" if not cache else f"compile cache {Path(cache).name} "
+               + ("loaded" if first.get("compile_cache_loaded") else "not loaded (none there, or it did not fit)"))  # fmt: skip
+    return (f"{num(first.get('seconds'), ',.1f')} s at step {num(first.get('global_step'))}; {carried}; graphs from a "
+            f"cache: inductor {served(counts, 'fxgraph_cache')}, AOT autograd {served(counts, 'autograd_cache')}")
+
+
+#: The bench reports a results folder may hold, in the order they join the throughput table: ``bench`` (call 1)
+#: and ``bench --compile``, ``step-bench``'s eager and compiled parts, and its ``train`` part's ``pretrain train``
+#: speed (``step-train.json``; the pre-training calls copy it into ``$OUT``: put it beside the unpacked results,
+#: or give it with ``report --bench``).
+BENCH_REPORTS = ("bench.json", "bench-compiled.json", "step-bench-eager.json", "step-bench-compiled.json", "step-train.json")
+
+
+def _throughput_lines(results: Path, extra: list[Path]) -> list[str]:
+    """The report's "Throughput" section: ``bench/pretrain_throughput.py --markdown`` over the reports of
+    :data:`BENCH_REPORTS` found in ``results`` and those of ``extra`` (``report --bench``); nothing without a
+    bench report. A ``step-train.json`` that no bench case matches is named, not raised."""
+    throughput = _load("pretrain_report", REPO / "bench" / "pretrain_report.py")
+    paths = [results / name for name in BENCH_REPORTS if (results / name).is_file()] + list(extra)
+    reports = [read_json(path, {}) or {} for path in paths]
+    if not any(r.get("cases") for r in reports):
+        return []
+    try:
+        table = throughput.markdown(*reports).rstrip()
+    except ValueError as exc:
+        trains = [str(p) for p, r in zip(paths, reports, strict=True) if throughput.is_train_report(r)]
+        table = throughput.markdown(*(r for r in reports if not throughput.is_train_report(r))).rstrip()
+        table += f"\n\n{', '.join(trains)} left out: {exc}."
+    return ["", "## Throughput", "", "`bench/pretrain_throughput.py --markdown` over " + ", ".join(f"`{p.name}`" for p in paths)
+            + ": ours beside a naive fp32 eager loop in the same run where there is one, synthetic batches; "
+            "`pretrain train` from the run's own log windows.", "", table]  # fmt: skip
+
+
+def _corpus_and_throughput_lines(results: Path, manifest: dict, bench: list[Path] = ()) -> list[str]:
     """The report's "Corpus and attribution" table (from ``manifest.json``) and its "Throughput" table (from
-    ``bench.json``, and ``bench-compiled.json`` where there is one); nothing for what was not brought back."""
-    bench = read_json(results / "bench.json", {}) or {}
+    :func:`_throughput_lines`); nothing for what was not brought back."""
     lines: list[str] = []
     corpus = manifest.get("corpus", {})
     documents = {k: v for k, v in corpus.get("documents", {}).items() if not k.endswith("_dropped")}
@@ -149,13 +218,7 @@ def _corpus_and_throughput_lines(results: Path, manifest: dict) -> list[str]:
             what, stated = terms.get(name, (name, "-"))
             lines.append(f"| {what} | {num(count)} | {stated} |")
 
-    if bench.get("cases"):
-        throughput = _load("pretrain_report", REPO / "bench" / "pretrain_report.py")
-        lines += ["", "## Throughput", "", "`bench/pretrain_throughput.py` (call 1; the compiled speeds from `bench-compiled.json`, "
-                  "calls 2 and 5): ours beside a naive fp32 eager loop in the same run, synthetic batches.", "",
-                  throughput.markdown(bench, read_json(results / "bench-compiled.json", None)).rstrip()]  # fmt: skip
-
-    return lines
+    return lines + _throughput_lines(results, list(bench))
 
 
 def _finetune_lines(finetune: dict, figures: dict) -> list[str]:
@@ -232,20 +295,34 @@ def _finetune_lines(finetune: dict, figures: dict) -> list[str]:
     return lines
 
 
-def results_report(results: Path, finetune: dict, continues: list[Path] = ()) -> str:
+def results_report(results: Path, finetune: dict, continues: list[Path] = (), bench: list[Path] = ()) -> str:
     """Markdown tables of a brought-back campaign for the model card and the README: the run, the metrics at
     each evaluation, the final metrics, and the fine-tuning comparisons (``finetune-eval``'s runs grouped by
     ``row``). Every figure is read from the files ``collect`` packed (``results``: the unpacked tar) and from
     ``finetune`` (``finetune.json``, merged); a figure that is not there is shown as ``-``. ``continues``:
     the unpacked results of the runs this one continued from (``pretrain train --init-from``), earliest
-    first; the run's table then adds a row for each and one with the sums (:func:`_continued_rows`)."""
+    first; the run's table then adds a row for each and one with the sums (:func:`_continued_rows`). ``bench``:
+    bench reports kept apart from the results (``report --bench``), added to its throughput table."""
     sys.path.insert(0, str(REPO))
     figures = run_figures(results)
     manifest = read_json(results / "manifest.json", {}) or {}
     lines = _pretraining_lines(results, figures, manifest, list(continues))
-    lines += _corpus_and_throughput_lines(results, manifest)
+    lines += _corpus_and_throughput_lines(results, manifest, list(bench))
     lines += _finetune_lines(finetune, figures)
     return "\n".join(lines)
+
+
+def add_report_arguments(p) -> None:
+    """``campaign.py report``'s options (``p``: its ``argparse`` sub-parser)."""
+    p.add_argument("--results", type=Path, required=True, help="the unpacked results tar")
+    p.add_argument("--finetune", type=Path, action="append", default=None,
+                   help="a finetune.json (repeatable, later ones win; default: the one in --results)")  # fmt: skip
+    p.add_argument("--continues", type=Path, action="append", default=[],
+                   help="the unpacked results of a run this one continued from (pretrain train --init-from its export); "
+                        "repeatable, earliest first: the report adds their steps, examples, time and FLOPs")  # fmt: skip
+    p.add_argument("--bench", type=Path, action="append", default=[],
+                   help="a bench report or step-bench's step-train.json kept apart from the results (repeatable): "
+                        "added to the throughput table beside those in --results")  # fmt: skip
 
 
 def cmd_report(args) -> None:
@@ -254,7 +331,7 @@ def cmd_report(args) -> None:
 
     Raises:
         SystemExit: ``--results`` or a ``--continues`` folder holds no ``run-hparams.json`` (not an unpacked
-            results tar), or a ``--finetune`` file given is missing.
+            results tar), or a ``--finetune`` or ``--bench`` file given is missing.
     """
     from bioelectra.textio import atomic_write_text
 
@@ -271,7 +348,10 @@ def cmd_report(args) -> None:
     if missing:
         raise SystemExit(f"error: --continues {', '.join(missing)}: no run-hparams.json (expected an earlier run's "
                          "unpacked results tar)")  # fmt: skip
-    text = results_report(args.results, finetune, args.continues)
+    missing = [str(p) for p in args.bench if not p.is_file()]
+    if missing:
+        raise SystemExit(f"error: --bench {', '.join(missing)}: no such file (a bench report, or step-bench's step-train.json)")
+    text = results_report(args.results, finetune, args.continues, args.bench)
     atomic_write_text(args.results / "report.md", text)
     print(text)
     log(f"written {args.results / 'report.md'}")

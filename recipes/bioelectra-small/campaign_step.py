@@ -208,7 +208,7 @@ def _check_compile_options(args) -> None:
 def _train(args, timeout: float, cache: Path) -> dict:
     """``data`` when needed, then ``pretrain train`` of the captured step for the minutes that fit (the
     ``train`` stage's command, in the foreground), and :func:`train_speed` into ``step-train.json``."""
-    from bioelectra.pretraining import LOG_HISTORY_FILE, read_log_history
+    from bioelectra.pretraining import FIRST_COMPILED_STEP_FILE, LOG_HISTORY_FILE, read_log_history
 
     begun = time.monotonic()
     if not (args.work / "data" / "build_info.json").is_file():
@@ -238,9 +238,10 @@ def _train(args, timeout: float, cache: Path) -> dict:
     best = max((b for b in (best, best_compiled) if b), default=None)
     speed = train_speed(read_log_history(run_dir / LOG_HISTORY_FILE), best)
     run_hp = read_json(run_dir / "hparams.json", {}) or {}
+    first = read_json(run_dir / FIRST_COMPILED_STEP_FILE, None)  # the compile time of the real path
     report = {"minutes": round(minutes, 2), "compiled": compiled, "why": why, "done": done,
               "train_step": run_hp.get("train_step"), "torch_compile": run_hp.get("torch_compile"),
-              **_train_case(args, run_hp), **speed}  # fmt: skip
+              **_train_case(args, run_hp), **speed, **({"first_compiled_step": first} if first else {})}  # fmt: skip
     write_json(args.out / "step-train.json", report)
     return {"status": "done" if not done.get("returncode") else f"exited {done.get('returncode')}",
             "seconds": round(time.monotonic() - begun, 1)}  # fmt: skip
