@@ -19,6 +19,7 @@ from campaign_finetune import (  # noqa: E402
     rate_name,
 )
 from campaign_here import _load, load_shared_corpus  # noqa: E402
+from campaign_step import train_speed  # noqa: E402
 
 
 def _round_large(value: float) -> int:
@@ -110,8 +111,8 @@ def _pretraining_lines(results: Path, figures: dict, manifest: dict, continues: 
         ("tokens seen (about)", num(_round_large(seen * tokens_per_example)) if seen and tokens_per_example else "-"),
         ("wall time of training", f"{runtime:,.0f} s ({runtime / 60:.1f} min)" if runtime else "-"),
         ("training FLOPs (the Trainer's estimate)", num(figures["flos"], ".3g")),
-        ("speed (median of the training logs)", f"{num(median([h['steps_per_second'] for h in training]))} steps/s, "
-                                                f"data_wait_fraction {num(median([h.get('data_wait_fraction', 0.0) for h in training]))}"),
+        ("speed (median of the training logs after the first)", f"{num(train_speed(history, None)['median_steps_per_second'])} steps/s, "
+                                                                f"data_wait_fraction {num(median([h.get('data_wait_fraction', 0.0) for h in training[1:] or training]))}"),
         ("optimisation", (f"schedule fitted to {num(fitted.get('max_train_seconds'), ',.0f')} s of training: " if fitted else "")
                          + f"peak learning rate {num(fitted.get('peak_learning_rate', hp.get('learning_rate')), '.3g')}, "
                          f"warmup {num(fitted.get('warmup_steps', hp.get('warmup_steps')))} steps, "

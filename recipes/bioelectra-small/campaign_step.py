@@ -127,8 +127,9 @@ def train_compiles(args) -> tuple[bool, str]:
 
 
 def train_speed(history: list[dict], bench_best: float | None) -> dict:
-    """The run's speed from its training logs: each window's steps/s (the first, with the compilation and the
-    capture, reported apart), their median, and the median over the bench's best loop of the same model."""
+    """The run's speed from its training logs: each window's steps/s, their median leaving out the first (the
+    compilation and the capture; all of them when there is one), and the median over the bench's best loop of the
+    same model. ``report``'s speed row is this median too."""
     windows = [r for r in history if "steps_per_second" in r and "loss" in r]
     rates = sorted(r["steps_per_second"] for r in windows[1:]) or sorted(r["steps_per_second"] for r in windows)
     median = rates[len(rates) // 2] if rates else None
