@@ -881,6 +881,41 @@ def test_step_train_speed_leaves_out_the_first_window_and_compares_with_the_benc
     assert c.train_speed([], None)["median_steps_per_second"] is None
 
 
+def test_step_train_carries_the_runs_first_compiled_step(tmp_path, monkeypatch):
+    """step-bench's train part puts the run's first_compiled_step.json into step-train.json, so that the bench's
+    Markdown gives the real path's compile time a row beside the bench's loops (the run here is a stand-in that
+    writes what a compiled pretrain train writes: a real compilation takes minutes on this CPU)."""
+    c = load_campaign()
+    step = sys.modules["campaign_step"]
+    work, out = tmp_path / "work", tmp_path / "OUT"
+    (work / "data").mkdir(parents=True)
+    (work / "data" / "build_info.json").write_text("{}")  # data built: the part goes straight to the run
+    first = {"seconds": 41.2, "global_step": 0, "compile_cache": str(work / "compile-cache.bin"),
+             "compile_cache_loaded": True, "compile_cache_counts": {"fxgraph_cache_hit": 2, "fxgraph_cache_miss": 0}}  # fmt: skip
+
+    def pretrain_train(args):
+        run = args.work / "run"
+        run.mkdir(parents=True)
+        settings = {k: json.loads(v) for k, v in args.set}
+        (run / "hparams.json").write_text(json.dumps({"max_seq_length": 128, "per_device_train_batch_size": 256,
+                                                      "torch_compile": args.compile == "on", **settings}))  # fmt: skip
+        windows = [{"step": 1, "loss": 9.0, "steps_per_second": 0.02}, {"step": 200, "loss": 8.0, "steps_per_second": 110.0}]
+        (run / "log_history.jsonl").write_text("".join(json.dumps(w) + "\n" for w in windows))
+        (run / "first_compiled_step.json").write_text(json.dumps(first))
+        (args.work / "train-done.json").write_text(json.dumps({"returncode": 0}))
+
+    monkeypatch.setattr(step, "cmd_train", pretrain_train)
+    args = c.make_parser().parse_args(["step-bench", "--work", str(work), "--out", str(out), "--only", "train",
+                                       "--compile-train", "on", "--train-minutes", "2"])  # fmt: skip
+    assert step._train(args, 600.0, work / "compile-cache.bin")["status"] == "done"
+    train = json.loads((out / "step-train.json").read_text())
+    assert train["first_compiled_step"] == first and train["median_steps_per_second"] == 110.0
+    assert train["train_step"] == "captured" and train["torch_compile"] is True
+    report = load_script(REPO_ROOT / "bench" / "pretrain_report.py")
+    rows = report.markdown(train).split("Time to the first fast step")[1].splitlines()
+    assert "| bioelectra-small | 256 x 128 | `pretrain train` | loaded | 2 of 2 | 0 of 0 | 41.2 | met |" in rows, rows
+
+
 def test_step_bench_dry_run_on_cpu(tmp_path):
     """step-bench's parts on the CPU with tiny cases, a built data folder standing in for `data`: the eager bench
     (naive, eager, captured loops), the loss check, then a short `pretrain train` of the captured step (running
