@@ -234,7 +234,7 @@ def train_as_report(train: dict, reports: list[dict]) -> dict:
     loops with the same ``compile_scope``, ``fuse_qkv``, ``compile_options`` and ``bf16_weight_copies``
     (:func:`loop_variant`); an older one's case is that of ``reports`` whose fastest loop ran at its
     ``bench_best_steps_per_second`` (how ``step-bench`` chose that figure). A compiled run's
-    ``first_compiled_step`` (``first_compiled_step.json``, since the sixteenth session) gives the loop its
+    ``first_compiled_step`` (``pretrain train``'s ``first_compiled_step.json``, since 2026-11-28) gives the loop its
     ``warmup_seconds`` and ``compile_cache_counts`` and the report its ``compile_cache``, for
     :func:`compile_time_lines`.
 

@@ -25,7 +25,7 @@ CACHE_COUNTERS: dict[str, tuple[str, ...]] = {
 }
 
 #: What ``pretrain train`` with ``torch_compile`` writes into its output directory after its first compiled step
-#: (:meth:`bioelectra.pretraining.trainer.PretrainingTrainer.training_step`): the step's seconds, the carried
+#: (:meth:`bioelectra.pretraining.trainer.ElectraPretrainer.training_step`): the step's seconds, the carried
 #: cache and whether it loaded, and :func:`compile_cache_counts` over the step. Each run of the directory (a
 #: resume compiles again) replaces it.
 FIRST_COMPILED_STEP_FILE = "first_compiled_step.json"

@@ -5,6 +5,7 @@ in :mod:`bioelectra.pretraining.callbacks`."""
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import time
 from pathlib import Path
@@ -33,6 +34,7 @@ from bioelectra.pretraining.metrics import pretraining_metrics
 from bioelectra.pretraining.settings import PretrainingHparams
 from bioelectra.pretraining.step import WholeTrainingStep
 from bioelectra.reporting import check_report_to
+from bioelectra.textio import atomic_write_text
 from bioelectra.trainer_args import asynchronous_step_arguments
 
 logger = logging.getLogger(__name__)
@@ -133,10 +135,6 @@ class ElectraPretrainer(Trainer):
         logger.info("the first compiled step: %.1f s; %s", seconds, describe_cache_counts(counts))
         if not self.is_world_process_zero():
             return
-        import json
-
-        from bioelectra.textio import atomic_write_text
-
         record = {"seconds": round(seconds, 3), "global_step": self.state.global_step,
                   "compile_cache": self.hparams.compile_cache or None, "compile_cache_loaded": loaded,
                   "compile_cache_counts": counts, "train_step": self.hparams.train_step,
