@@ -541,6 +541,9 @@ def test_report_says_how_the_step_ran_compiled_and_fell_back(tmp_path):
     assert "| bioelectra-small | 8 x 128 |" in report  # its own case: a row of its own
     with pytest.raises(SystemExit, match="--bench .*missing.json: no such file"):
         c.main(["report", "--results", str(res), "--bench", str(tmp_path / "missing.json")])
+    (tmp_path / "cut.json").write_text('{"cases": [')  # a report cut short
+    with pytest.raises(SystemExit, match=r"cut.json: line 1, column 12: not JSON"):
+        c.main(["report", "--results", str(res), "--bench", str(tmp_path / "cut.json")])
 
 
 def test_packs_leave_room_for_the_checkout_that_travels_with_them(tmp_path):
@@ -870,13 +873,14 @@ def test_a_failed_whole_step_run_goes_on_with_the_trainers_step(tmp_path):
 
 def test_step_train_speed_leaves_out_the_first_window_and_compares_with_the_bench():
     c = load_campaign()
-    history = [{"step": 1, "loss": 9.0, "steps_per_second": 0.02},  # compilation and capture
+    history = [{"step": 1, "loss": 9.0, "steps_per_second": 0.02, "data_wait_fraction": 0.5},  # compilation and capture
                {"step": 200, "loss": 8.0, "steps_per_second": 90.0, "data_wait_fraction": 0.01},
                {"eval_loss": 1.0, "step": 200},
                {"step": 400, "loss": 7.0, "steps_per_second": 95.0},
                {"step": 600, "loss": 6.0, "steps_per_second": 85.0}]  # fmt: skip
     speed = c.train_speed(history, 100.0)
     assert speed["median_steps_per_second"] == 90.0 and speed["fraction_of_bench"] == 0.9
+    assert speed["median_data_wait_fraction"] == 0.0  # 0.01 and 0 (none said) twice; with the first window's 0.5, 0.01
     assert [w["step"] for w in speed["windows"]] == [1, 200, 400, 600]
     assert c.train_speed([], None)["median_steps_per_second"] is None
 

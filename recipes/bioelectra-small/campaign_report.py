@@ -4,6 +4,7 @@ draft (``model-card.md``, :mod:`campaign_card`). Run it through ``campaign.py re
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -75,12 +76,7 @@ def _continued_rows(figures: dict, continues: list[Path], train_examples: int | 
 def _pretraining_lines(results: Path, figures: dict, manifest: dict, continues: list[Path]) -> list[str]:
     """The report's "Pre-training run" table (``figures``: :func:`run_figures` of ``results``; ``continues``
     as :func:`results_report`'s) and its "Evaluations during the run" table."""
-    from statistics import median_high
-
-    from bioelectra.pretraining import LOG_HISTORY_FILE, read_log_history
-
-    def median(values: list[float]) -> float | None:
-        return median_high(values) if values else None
+    from bioelectra.pretraining import FIRST_COMPILED_STEP_FILE, LOG_HISTORY_FILE, read_log_history
 
     hp = read_json(results / "run-hparams.json", {}) or {}
     build = read_json(results / "build_info.json", {}) or {}
@@ -88,7 +84,7 @@ def _pretraining_lines(results: Path, figures: dict, manifest: dict, continues: 
     done = read_json(results / "train-done.json", {}) or {}
     history = read_log_history(results / LOG_HISTORY_FILE)
     config = read_json(results / "export" / "discriminator" / "config.json", {}) or {}
-    training = [h for h in history if "loss" in h and "steps_per_second" in h]
+    speed = train_speed(history, None)
     evals = [h for h in history if "eval_disc_auc" in h]
 
     steps, batch, seen, runtime = (figures[k] for k in ("steps", "batch", "examples", "seconds"))
@@ -111,13 +107,13 @@ def _pretraining_lines(results: Path, figures: dict, manifest: dict, continues: 
         ("tokens seen (about)", num(_round_large(seen * tokens_per_example)) if seen and tokens_per_example else "-"),
         ("wall time of training", f"{runtime:,.0f} s ({runtime / 60:.1f} min)" if runtime else "-"),
         ("training FLOPs (the Trainer's estimate)", num(figures["flos"], ".3g")),
-        ("speed (median of the training logs after the first)", f"{num(train_speed(history, None)['median_steps_per_second'])} steps/s, "
-                                                                f"data_wait_fraction {num(median([h.get('data_wait_fraction', 0.0) for h in training[1:] or training]))}"),
+        ("speed (median of the training logs after the first)", f"{num(speed['median_steps_per_second'])} steps/s, "
+                                                                f"data_wait_fraction {num(speed['median_data_wait_fraction'])}"),
         ("optimisation", (f"schedule fitted to {num(fitted.get('max_train_seconds'), ',.0f')} s of training: " if fitted else "")
                          + f"peak learning rate {num(fitted.get('peak_learning_rate', hp.get('learning_rate')), '.3g')}, "
                          f"warmup {num(fitted.get('warmup_steps', hp.get('warmup_steps')))} steps, "
                          f"{step_description(hp)}{fallback_note(done)}, untied generator {hp.get('untied_generator', '-')}"),
-        ("first compiled step", first_compiled_step_text(read_json(results / "first_compiled_step.json", None))),
+        ("first compiled step", first_compiled_step_text(read_json(results / FIRST_COMPILED_STEP_FILE, None))),
     ]  # fmt: skip
     if continues:
         rows += _continued_rows(figures, list(continues), train_examples)
@@ -129,6 +125,12 @@ def _pretraining_lines(results: Path, figures: dict, manifest: dict, continues: 
     lines += [f"| {num(h['step'])} | " + " | ".join(num(h.get(k), ".3f") for k in keys) + " |" for h in evals]
 
     return lines
+
+
+@functools.cache
+def _bench_report():
+    """``bench/pretrain_report.py`` (the bench's Markdown and its cells; torch-free), loaded once."""
+    return _load("pretrain_report", REPO / "bench" / "pretrain_report.py")
 
 
 def step_description(hp: dict) -> str:
@@ -165,7 +167,7 @@ def first_compiled_step_text(first: dict | None) -> str:
     caches served; ``-`` for a run that compiled nothing or wrote none."""
     if not first:
         return "-"
-    served = _load("pretrain_report", REPO / "bench" / "pretrain_report.py").cache_served
+    served = _bench_report().cache_served
     counts = first.get("compile_cache_counts") or {}
     cache = first.get("compile_cache")
     carried = ("no compile cache" if not cache else f"compile cache {Path(cache).name} "
@@ -185,9 +187,10 @@ def _throughput_lines(results: Path, extra: list[Path]) -> list[str]:
     """The report's "Throughput" section: ``bench/pretrain_throughput.py --markdown`` over the reports of
     :data:`BENCH_REPORTS` found in ``results`` and those of ``extra`` (``report --bench``); nothing without a
     bench report. A ``step-train.json`` that no bench case matches is named, not raised."""
-    throughput = _load("pretrain_report", REPO / "bench" / "pretrain_report.py")
-    paths = [results / name for name in BENCH_REPORTS if (results / name).is_file()] + list(extra)
-    reports = [read_json(path, {}) or {} for path in paths]
+    throughput = _bench_report()
+    found = [results / name for name in BENCH_REPORTS if (results / name).is_file()]
+    # a file given is checked as --markdown checks it (its line and column when it is not JSON)
+    paths, reports = found + list(extra), [read_json(p, {}) or {} for p in found] + [throughput.read_report(p) for p in extra]
     if not any(r.get("cases") for r in reports):
         return []
     try:

@@ -128,15 +128,18 @@ def train_compiles(args) -> tuple[bool, str]:
 
 def train_speed(history: list[dict], bench_best: float | None) -> dict:
     """The run's speed from its training logs: each window's steps/s, their median leaving out the first (the
-    compilation and the capture; all of them when there is one), and the median over the bench's best loop of the
-    same model. ``report``'s speed row is this median too."""
+    compilation and the capture; all of them when there is one) and the median ``data_wait_fraction`` of the same
+    windows, and the median over the bench's best loop of the same model. ``report``'s speed row is these medians."""
     windows = [r for r in history if "steps_per_second" in r and "loss" in r]
-    rates = sorted(r["steps_per_second"] for r in windows[1:]) or sorted(r["steps_per_second"] for r in windows)
+    counted = windows[1:] or windows
+    rates = sorted(r["steps_per_second"] for r in counted)
+    waits = sorted(r.get("data_wait_fraction", 0.0) for r in counted)
     median = rates[len(rates) // 2] if rates else None
     return {
         "windows": [{"step": r["step"], "steps_per_second": r["steps_per_second"],
                      "data_wait_fraction": r.get("data_wait_fraction")} for r in windows],  # fmt: skip
         "median_steps_per_second": median,
+        "median_data_wait_fraction": waits[len(waits) // 2] if waits else None,
         "bench_best_steps_per_second": bench_best,
         "fraction_of_bench": round(median / bench_best, 3) if median and bench_best else None,
     }
