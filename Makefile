@@ -37,7 +37,7 @@ venv: $(VENV)/.installed
 
 # Main job: NCBI-disease (shipped inside the package), three seeded trials of the shipped pre-trained
 # bioelectra-small (finetune's default --ckpt, DEFAULT_CKPT in bioelectra/checkpoints.py; its default rate
-# 3e-4, 3 epochs), dev/test F1 table: about 6.5 minutes on 2 CPU cores. DEMO_CKPT=bioelectra-small-untrained
+# 3e-4, 3 epochs), dev/test F1 table: about 9 minutes on 2 CPU cores. DEMO_CKPT=bioelectra-small-untrained
 # runs the same command on its untrained twin, DEMO_CKPT=bioelectra-mini on the smaller shipped model;
 # DEMO_ARGS adds finetune options.
 DEMO_ARGS ?=
