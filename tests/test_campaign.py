@@ -490,6 +490,7 @@ def test_report_of_a_continued_run_adds_the_earlier_runs(tmp_path):
     c.main(["report", "--results", str(second)])  # without --continues: the last run alone
     report = (second / "report.md").read_text()
     assert "in all" not in report and "| training FLOPs (the Trainer's estimate) | 9.5e+15 |" in report
+    assert "## Evaluations during the run\n\nNone in the run's log_history.jsonl." in report  # no empty table
     with pytest.raises(SystemExit, match="--continues .*elsewhere: no run-hparams.json"):
         c.main(["report", "--results", str(second), "--continues", str(tmp_path / "elsewhere")])
 

@@ -120,8 +120,10 @@ def _pretraining_lines(results: Path, figures: dict, manifest: dict, continues: 
     lines += [f"| {k} | {v} |" for k, v in rows]
 
     keys = ("eval_masked_lm_accuracy", "eval_disc_auc", "eval_disc_precision", "eval_disc_recall", "eval_disc_attention_entropy")
-    lines += ["", "## Evaluations during the run", "", "| step | " + " | ".join(k.removeprefix("eval_") for k in keys) + " |",
-              "|---:|" + "---:|" * len(keys)]  # fmt: skip
+    lines += ["", "## Evaluations during the run", ""]
+    if not evals:  # eval_steps 0 and no final evaluation logged, or no log_history.jsonl brought back
+        return lines + [f"None in the run's {LOG_HISTORY_FILE}."]
+    lines += ["| step | " + " | ".join(k.removeprefix("eval_") for k in keys) + " |", "|---:|" + "---:|" * len(keys)]
     lines += [f"| {num(h['step'])} | " + " | ".join(num(h.get(k), ".3f") for k in keys) + " |" for h in evals]
 
     return lines
