@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bioelectra.compile_records import cache_served
+
 #: The targets on one H100 by (size, sequence length, batch): (figure, minimum, where the bar comes from).
 #: Issue 45's bars (the whole training step); the first GPU issue's were 35 steps/s for ELECTRA-Small.
 TARGETS: dict[tuple[str, int, int], tuple[str, float, str]] = {
@@ -167,15 +169,6 @@ def _limits(key: tuple[str, int, int, str], loops: dict[str, dict]) -> list[str]
     return lines
 
 
-def cache_served(counts: dict | None, prefix: str) -> str:
-    """``"3 of 5"``: of a loop's graphs counted by ``compile_cache_counts`` under ``prefix`` (``fxgraph_cache``:
-    inductor's, ``autograd_cache``: AOT autograd's), how many a cache served; those it refused are named."""
-    if not counts:
-        return "-"
-    hit, miss, bypass = (counts.get(f"{prefix}_{kind}", 0) for kind in ("hit", "miss", "bypass"))
-    return f"{hit} of {hit + miss + bypass}" + (f" ({bypass} refused)" if bypass else "")
-
-
 def compile_time_lines(reports: list[dict]) -> list[str]:
     """A table of every compiled loop's time to its first fast step (``warmup_seconds``: compilation, the warm-up
     steps and the capture), report by report (the same case compiled from nothing and from a carried cache are
@@ -195,7 +188,7 @@ def compile_time_lines(reports: list[dict]) -> list[str]:
                 counts, seconds = loop.get("compile_cache_counts"), loop["warmup_seconds"]
                 met = "met" if seconds <= COMPILE_SECONDS_BAR else "not met"
                 rows.append(f"| {label} | {case['batch_size']} x {case['seq_len']} | {heading} | {cache} | "
-                            f"{cache_served(counts, 'fxgraph_cache')} | {cache_served(counts, 'autograd_cache')} | "
+                            f"{cache_served(counts, 'inductor')} | {cache_served(counts, 'aot_autograd')} | "
                             f"{seconds:,.1f} | {met} |")  # fmt: skip
     if not rows:
         return []

@@ -5,6 +5,8 @@ running out of memory. The GPU session reads this report (issue 14), so losing i
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -358,6 +360,24 @@ def test_the_committed_gpu_reports_read_as_a_table(bench):
             assert f"| {rate:.2f} |" in row, row
         if train is not None:  # pretrain train's median beside the bench's loops of its model
             assert f"| {train['median_steps_per_second']:.2f} |" in text and "`pretrain train`: median" in text
+
+
+def test_cache_counts_read_alike_in_the_log_the_bench_and_the_report():
+    """bioelectra/compile_records.py is the one rendering of how torch's compile caches served a step's graphs
+    (the run's log line, the bench's compile-time table, the campaign's report), and it needs no torch: the bench's
+    Markdown and the campaign's report read JSON only."""
+    from bioelectra.compile_records import CACHE_COUNTERS, cache_served, describe_cache_counts
+
+    counts = {"fxgraph_cache_hit": 4, "fxgraph_cache_miss": 1, "fxgraph_cache_bypass": 0,
+              "autograd_cache_hit": 1, "autograd_cache_miss": 0, "autograd_cache_bypass": 1}  # fmt: skip
+    assert cache_served(counts, "inductor") == "4 of 5" and cache_served(counts, "aot_autograd") == "1 of 2 (1 refused)"
+    assert describe_cache_counts(counts) == "graphs from a cache: inductor 4 of 5, AOT autograd 1 of 2 (1 refused)"
+    assert cache_served(None, "inductor") == cache_served({}, "aot_autograd") == "-"  # a report from before the counts
+    with pytest.raises(KeyError):
+        cache_served(counts, "fxgraph_cache")  # a counter's prefix is not a group
+    assert set(counts) == {name for names in CACHE_COUNTERS.values() for name in names}
+    code = "import sys, bioelectra.compile_records; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, check=False).returncode == 0
 
 
 def test_markdown_names_a_bad_report_file(bench, tmp_path):

@@ -338,8 +338,8 @@ def test_the_first_compiled_step_of_a_run_logs_how_the_compile_caches_served_it(
         lines[compiled] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("the first compiled step:")]
         assert (tmp_path / f"run-{compiled}" / FIRST_COMPILED_STEP_FILE).is_file() is compiled
     assert lines[False] == [] and len(lines[True]) == 1, lines
-    assert re.fullmatch(r"the first compiled step: \d+\.\d s; inductor graphs 0 of 0 from a cache, "
-                        r"AOT autograd graphs 0 of 0 from a cache", lines[True][0])  # fmt: skip
+    assert re.fullmatch(r"the first compiled step: \d+\.\d s; graphs from a cache: inductor 0 of 0, AOT autograd 0 of 0",
+                        lines[True][0])  # fmt: skip
     record = json.loads((tmp_path / "run-True" / FIRST_COMPILED_STEP_FILE).read_text())
     assert record["seconds"] > 0 and record["global_step"] == 0 and record["compile_cache_loaded"] is False
     assert record["compile_cache"] == str(tmp_path / "cache-True.bin")  # nothing there to load: the first run
@@ -360,7 +360,7 @@ def test_the_first_compiled_step_of_a_run_logs_how_the_compile_caches_served_it(
     assert record["global_step"] == 2 and record["compile_cache_loaded"] is True
     assert record["compile_cache_counts"] == {"fxgraph_cache_hit": 3, "fxgraph_cache_miss": 1}  # over the step only
     resumed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("the first compiled step:")]
-    assert len(resumed) == 1 and resumed[0].endswith("; inductor graphs 3 of 4 from a cache, AOT autograd graphs 0 of 0 from a cache")
+    assert len(resumed) == 1 and resumed[0].endswith("; graphs from a cache: inductor 3 of 4, AOT autograd 0 of 0")
 
 
 def test_whole_step_refuses_accumulation_and_pads_to_one_shape(data_dir, tmp_path):

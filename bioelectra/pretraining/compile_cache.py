@@ -13,42 +13,22 @@ from pathlib import Path
 
 import torch
 
+from bioelectra.compile_records import (  # noqa: F401 - re-exported: the names of the caches' records
+    CACHE_COUNTERS,
+    FIRST_COMPILED_STEP_FILE,
+    describe_cache_counts,
+)
+
 logger = logging.getLogger(__name__)
-
-#: torch's own counters of its compile caches (``torch._dynamo.utils.counters``, the same names in torch 2.11 and
-#: 2.13): inductor's graph cache (a hit loads a compiled graph's code and kernels instead of generating them) and
-#: AOT autograd's (a hit skips tracing the forward and backward graphs; a bypass is a graph it refuses to cache).
-#: A hit comes from a carried cache (:func:`load_compile_cache`) or from the machine's own cache directories.
-CACHE_COUNTERS: dict[str, tuple[str, ...]] = {
-    "inductor": ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass"),
-    "aot_autograd": ("autograd_cache_hit", "autograd_cache_miss", "autograd_cache_bypass"),
-}
-
-#: What ``pretrain train`` with ``torch_compile`` writes into its output directory after its first compiled step
-#: (:meth:`bioelectra.pretraining.trainer.ElectraPretrainer.training_step`): the step's seconds, the carried
-#: cache and whether it loaded, and :func:`compile_cache_counts` over the step. Each run of the directory (a
-#: resume compiles again) replaces it.
-FIRST_COMPILED_STEP_FILE = "first_compiled_step.json"
 
 
 def compile_cache_counts(since: Mapping[str, int] | None = None) -> dict[str, int]:
-    """This process's :data:`CACHE_COUNTERS` (graphs, counted from the process's start), less ``since`` (an
-    earlier return of this function): how the compilations in between were served."""
+    """This process's :data:`~bioelectra.compile_records.CACHE_COUNTERS` (graphs, counted from the process's
+    start), less ``since`` (an earlier return of this function): how the compilations in between were served."""
     from torch._dynamo.utils import counters
 
     now = {name: int(counters[group][name]) for group, names in CACHE_COUNTERS.items() for name in names}
     return {name: count - (since or {}).get(name, 0) for name, count in now.items()}
-
-
-def describe_cache_counts(counts: Mapping[str, int]) -> str:
-    """:func:`compile_cache_counts` for a log line: ``"inductor graphs 4 of 4 from a cache, AOT autograd graphs
-    1 of 2 from a cache (1 refused)"``."""
-    parts = []
-    for label, group in (("inductor", "inductor"), ("AOT autograd", "aot_autograd")):
-        served, anew, refused = (counts.get(name, 0) for name in CACHE_COUNTERS[group])  # hit, miss, bypass
-        parts.append(f"{label} graphs {served} of {served + anew + refused} from a cache"
-                     + (f" ({refused} refused)" if refused else ""))  # fmt: skip
-    return ", ".join(parts)
 
 
 def load_compile_cache(path: str | os.PathLike | None) -> bool:

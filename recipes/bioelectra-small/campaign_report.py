@@ -167,15 +167,15 @@ def first_compiled_step_text(first: dict | None) -> str:
     """``first_compiled_step.json`` (``pretrain train`` with ``torch_compile``) as a cell: the first step's
     seconds (loading the cache, compiling, the capture), the cache and whether it loaded, and the graphs torch's
     caches served; ``-`` for a run that compiled nothing or wrote none."""
+    from bioelectra.compile_records import describe_cache_counts
+
     if not first:
         return "-"
-    served = _bench_report().cache_served
     counts = first.get("compile_cache_counts") or {}
     cache = first.get("compile_cache")
     carried = ("no compile cache" if not cache else f"compile cache {Path(cache).name} "
                + ("loaded" if first.get("compile_cache_loaded") else "not loaded (none there, or it did not fit)"))  # fmt: skip
-    return (f"{num(first.get('seconds'), ',.1f')} s at step {num(first.get('global_step'))}; {carried}; graphs from a "
-            f"cache: inductor {served(counts, 'fxgraph_cache')}, AOT autograd {served(counts, 'autograd_cache')}")
+    return f"{num(first.get('seconds'), ',.1f')} s at step {num(first.get('global_step'))}; {carried}; {describe_cache_counts(counts)}"
 
 
 #: The bench reports a results folder may hold, in the order they join the throughput table: ``bench`` (call 1)
