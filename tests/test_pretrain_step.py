@@ -10,6 +10,7 @@ import pytest
 import torch
 from pretrain_fixture import Crash, make_data_dir, tiny_hparams
 
+from bioelectra.compile_records import CACHE_COUNTERS
 from bioelectra.configuration import ElectraPretrainingConfig
 from bioelectra.diagnostics import attention_entropy
 from bioelectra.fused_attention import fuse_qkv_projections
@@ -24,7 +25,6 @@ from bioelectra.optimization import (
     fused_adamw_available,
 )
 from bioelectra.pretraining.compile_cache import (
-    CACHE_COUNTERS,
     compile_cache_counts,
     load_compile_cache,
     save_compile_cache,

@@ -19,6 +19,7 @@ tokenizer files, optimizer / scheduler / RNG state), ``hparams.json`` (resolved)
 (the first compiled step's seconds and how torch's compile caches served it).
 """
 
+from bioelectra.compile_records import FIRST_COMPILED_STEP_FILE  # noqa: F401
 from bioelectra.pretraining.callbacks import (  # noqa: F401
     LOG_HISTORY_FILE,
     DeadlineCallback,
@@ -41,7 +42,6 @@ from bioelectra.pretraining.checkpoints import (  # noqa: F401
     set_aside_incomplete_checkpoints,
     write_vocab_txt,
 )
-from bioelectra.pretraining.compile_cache import FIRST_COMPILED_STEP_FILE  # noqa: F401
 from bioelectra.pretraining.inputs import (  # noqa: F401
     ORIGINAL_DATA_SUBDIR,
     PretrainingData,

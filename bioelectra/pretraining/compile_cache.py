@@ -13,11 +13,7 @@ from pathlib import Path
 
 import torch
 
-from bioelectra.compile_records import (  # noqa: F401 - re-exported: the names of the caches' records
-    CACHE_COUNTERS,
-    FIRST_COMPILED_STEP_FILE,
-    describe_cache_counts,
-)
+from bioelectra.compile_records import CACHE_COUNTERS
 
 logger = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from transformers import Trainer, TrainingArguments
 
+from bioelectra.compile_records import FIRST_COMPILED_STEP_FILE, describe_cache_counts
 from bioelectra.diagnostics import pretraining_attention_report
 from bioelectra.optimization import (
     ElectraAdamW,
@@ -23,9 +24,7 @@ from bioelectra.optimization import (
     electra_lr_scheduler,
 )
 from bioelectra.pretraining.compile_cache import (
-    FIRST_COMPILED_STEP_FILE,
     compile_cache_counts,
-    describe_cache_counts,
     load_compile_cache,
     save_compile_cache,
 )

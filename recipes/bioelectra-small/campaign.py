@@ -316,7 +316,7 @@ def cmd_collect(args) -> None:
     are what the session exists for, and the CPU can evaluate them afterwards."""
     work, out = args.work, args.out
     use_site(work)
-    from bioelectra.pretraining.compile_cache import FIRST_COMPILED_STEP_FILE
+    from bioelectra.compile_records import FIRST_COMPILED_STEP_FILE
 
     run_dir, export = work / "run", work / "export"
     if export.exists():
