@@ -1093,3 +1093,40 @@ def test_a_continuation_of_the_shipped_model_reads_its_weights_from_the_checkout
     assert c.shipped_init_from(tmp_path / "again") == [
         name for name, d in (("discriminator", c.SHIPPED), ("generator", c.SHIPPED_GENERATOR)) if (d / "config.json").is_file()
     ]
+
+
+def test_a_wheels_only_pack_carries_the_wheels_and_no_text(tmp_path, monkeypatch):
+    """`pack --wheels-only` (what issue 45's step benchmarks carry) writes pack 1 with the wheels and a manifest
+    alone, without reading the corpus, and `setup` of it records the machine with no text expected. pip is a
+    stand-in here (the real download is a network call); each wheel it is asked for becomes a file."""
+    c = load_campaign()
+    here = sys.modules["campaign_here"]
+    asked = []
+
+    def pip(cmd):
+        cmd = [str(a) for a in cmd]
+        folder = Path(cmd[cmd.index("-d" if "download" in cmd else "-w") + 1])
+        folder.mkdir(parents=True, exist_ok=True)
+        for spec in cmd[cmd.index("-d" if "download" in cmd else "-w") + 2:]:
+            asked.append(spec)
+            (folder / (spec.replace("==", "-") + "-py3-none-any.whl")).write_bytes(b"wheel")
+
+    monkeypatch.setattr(here, "run", pip)
+    dest = tmp_path / "campaign"
+    (dest / "pack-2").mkdir(parents=True)  # an earlier pack's leftovers are removed
+    args = c.make_parser().parse_args(["pack", "--wheels-only", "--dest", str(dest), "--corpus", str(tmp_path / "absent"),
+                                       "--work", str(tmp_path / "here")])  # fmt: skip
+    args.fn(args)
+    assert asked == [*here.WHEELS, *here.SOURCE_ONLY_WHEELS, here.PYARROW_WHEEL]
+    assert sorted(p.name for p in dest.iterdir()) == ["manifest.json", "pack-1", "pack-pyarrow"]
+    assert sorted(p.name for p in (dest / "pack-1").iterdir()) == ["manifest.json", "wheels"]
+    manifest = json.loads((dest / "manifest.json").read_text())
+    assert manifest["wheels_only"] and manifest["chunks"] == [] and len(manifest["wheels"]) == 4
+    assert not (tmp_path / "here").exists()  # no corpus read, no vocabulary built
+    campaign("setup", "--work", tmp_path / "work", "--out", tmp_path / "out", "--pack", dest / "pack-1", "--skip-wheels")
+    env = json.loads((tmp_path / "out" / "env.json").read_text())
+    assert env["corpus_files"] == env["corpus_chunks_expected"] == 0 and "missing" not in env
+    for wrong in (["--no-wheels"], ["--init-from", str(tmp_path)]):
+        args = c.make_parser().parse_args(["pack", "--wheels-only", "--dest", str(dest), *wrong])
+        with pytest.raises(SystemExit, match="--wheels-only packs the wheels alone"):
+            args.fn(args)

@@ -392,6 +392,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-bytes", type=int, default=CHUNK_BYTES)
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--no-wheels", dest="wheels", action="store_false")
+    p.add_argument("--wheels-only", action="store_true",
+                   help="pack 1 with the wheels alone (no text, vocabulary or NER sets): what the step benchmarks carry")  # fmt: skip
     p.add_argument("--allow-unread-folders", action="store_true", help="pack although a corpus folder has no reader")
     p.add_argument("--init-from", type=Path, default=None,
                    help="an export (discriminator/ + generator/) to continue from: packed in bfloat16, with its vocabulary")  # fmt: skip

@@ -220,7 +220,49 @@ def assign_to_packs(fixed: int, sizes: list[int], limit: int) -> tuple[list[list
     return places, used
 
 
+#: pip's platform tags for the device's image (Linux x86_64, glibc 2.28 or later), most specific first.
+WHEEL_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "any")
+
+
+def _download_wheels(wheels: Path, dest: Path) -> None:
+    """The packages the device's image lacks (:data:`WHEELS`, :data:`SOURCE_ONLY_WHEELS` built here) for its
+    Python 3.12 into ``wheels``, and the pyarrow wheel into ``dest/pack-pyarrow/wheels`` (datasets 5.2 wants
+    pyarrow >= 24; carried only if ``setup`` reports the image's as too old)."""
+    shutil.rmtree(wheels, ignore_errors=True)
+    platforms = [f"--platform={p}" for p in WHEEL_PLATFORMS]
+    download = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+                "--python-version", "3.12", "--implementation", "cp", *platforms]  # fmt: skip
+    run([*download, "-d", wheels, *WHEELS])
+    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", wheels, *SOURCE_ONLY_WHEELS])
+    run([*download, "-d", dest / "pack-pyarrow" / "wheels", PYARROW_WHEEL])
+
+
+def _pack_wheels_only(args) -> None:
+    """``pack --wheels-only``: pack 1 with the wheels and a manifest alone, no text, vocabulary or NER sets;
+    what the step benchmarks of issue 45 carry (RUNBOOK.md, "The next loan"), in a minute instead of the
+    10-15 of the text's compression."""
+    dest = args.dest
+    if dest.exists():
+        shutil.rmtree(dest)
+    pack = dest / "pack-1"
+    pack.mkdir(parents=True)
+    _download_wheels(pack / "wheels", dest)
+    wheels = sorted(p.name for p in (pack / "wheels").glob("*.whl"))
+    size = sum(f.stat().st_size for f in pack.rglob("*") if f.is_file())
+    manifest = {"wheels_only": True, "corpus": {}, "vocab_size": None, "do_lower_case": True, "ner_sets": [],
+                "wheels": wheels, "init_from": None, "chunks": [],
+                "packs": [{"name": pack.name, "bytes": size, "items": ["wheels"]}]}  # fmt: skip
+    write_json(dest / "manifest.json", manifest)
+    shutil.copy2(dest / "manifest.json", pack / "manifest.json")
+    log(f"packed {len(wheels)} wheels alone into {pack} ({size / 2**20:.1f} MiB): no text, vocabulary or NER sets")
+
+
 def cmd_pack(args) -> None:
+    if args.wheels_only:
+        if not args.wheels or args.init_from:
+            raise SystemExit("error: --wheels-only packs the wheels alone: not with --no-wheels or --init-from")
+        _pack_wheels_only(args)
+        return
     work, dest = args.work, args.dest
     corpus_dir, info = _pack_corpus(args, work)
 
@@ -248,13 +290,8 @@ def cmd_pack(args) -> None:
                 tar.add(args.ner / name / split, arcname=f"{name}/{split}")
     pack1_extra.append(ner_tar)
     if args.wheels:
-        wheels = stage1 / "wheels"
-        shutil.rmtree(wheels, ignore_errors=True)
-        platforms = [f"--platform={p}" for p in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "any")]
-        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-             "--python-version", "3.12", "--implementation", "cp", *platforms, "-d", wheels, *WHEELS])  # fmt: skip
-        run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", wheels, *SOURCE_ONLY_WHEELS])
-        pack1_extra.append(wheels)
+        _download_wheels(stage1 / "wheels", dest)
+        pack1_extra.append(stage1 / "wheels")
     if args.init_from and args.init_from.resolve() == SHIPPED.resolve() and args.init_generator is None:
         # the shipped discriminator and the generator kept beside the recipe travel with the checkout: pack 1
         # names them (setup copies them into init-from/ there) rather than carrying them a second time
@@ -299,10 +336,6 @@ def cmd_pack(args) -> None:
             else:
                 shutil.copy2(item, pack / item.name)
         manifest["packs"].append({"name": pack.name, "bytes": size, "items": sorted(p.name for p in items)})
-    if args.wheels:  # datasets 5.2 wants pyarrow >= 24; carried only if setup reports the image's as too old
-        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-             "--python-version", "3.12", "--implementation", "cp", *platforms, "-d", dest / "pack-pyarrow" / "wheels",
-             PYARROW_WHEEL])  # fmt: skip
     write_json(dest / "manifest.json", manifest)
     shutil.copy2(dest / "manifest.json", dest / "pack-1" / "manifest.json")
     text = sum(c[2] for c in chunks)
