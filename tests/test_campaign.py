@@ -283,7 +283,7 @@ def test_pack_stops_at_a_corpus_folder_no_source_reads(tmp_path):
     c = load_campaign()
     (tmp_path / "corpus" / "pmc-oa-2026").mkdir(parents=True)
     args = argparse.Namespace(work=tmp_path / "work", dest=tmp_path / "packs", corpus_text=None, corpus=tmp_path / "corpus",
-                              allow_unread_folders=False)  # fmt: skip
+                              allow_unread_folders=False, wheels_only=False)  # fmt: skip
     with pytest.raises(SystemExit, match="no source of recipes/shared_corpus.py reads pmc-oa-2026"):
         c.cmd_pack(args)
     assert not args.dest.exists()
