@@ -1105,9 +1105,10 @@ def test_a_wheels_only_pack_carries_the_wheels_and_no_text(tmp_path, monkeypatch
 
     def pip(cmd):
         cmd = [str(a) for a in cmd]
-        folder = Path(cmd[cmd.index("-d" if "download" in cmd else "-w") + 1])
+        at = cmd.index("-d" if "download" in cmd else "-w") + 1  # the target folder, then the wheels asked for
+        folder = Path(cmd[at])
         folder.mkdir(parents=True, exist_ok=True)
-        for spec in cmd[cmd.index("-d" if "download" in cmd else "-w") + 2:]:
+        for spec in cmd[at + 1:]:
             asked.append(spec)
             (folder / (spec.replace("==", "-") + "-py3-none-any.whl")).write_bytes(b"wheel")
 
@@ -1119,6 +1120,7 @@ def test_a_wheels_only_pack_carries_the_wheels_and_no_text(tmp_path, monkeypatch
     args.fn(args)
     assert asked == [*here.WHEELS, *here.SOURCE_ONLY_WHEELS, here.PYARROW_WHEEL]
     assert sorted(p.name for p in dest.iterdir()) == ["manifest.json", "pack-1", "pack-pyarrow"]
+    assert not (tmp_path / ".campaign.tmp").exists()  # built there, then renamed
     assert sorted(p.name for p in (dest / "pack-1").iterdir()) == ["manifest.json", "wheels"]
     manifest = json.loads((dest / "manifest.json").read_text())
     assert manifest["wheels_only"] and manifest["chunks"] == [] and len(manifest["wheels"]) == 4
@@ -1130,3 +1132,13 @@ def test_a_wheels_only_pack_carries_the_wheels_and_no_text(tmp_path, monkeypatch
         args = c.make_parser().parse_args(["pack", "--wheels-only", "--dest", str(dest), *wrong])
         with pytest.raises(SystemExit, match="--wheels-only packs the wheels alone"):
             args.fn(args)
+
+    def offline(cmd):
+        raise SystemExit(f"error: {cmd[0]} failed (offline)")
+
+    monkeypatch.setattr(here, "run", offline)  # a failed download leaves the packs there as they were
+    args = c.make_parser().parse_args(["pack", "--wheels-only", "--dest", str(dest)])
+    with pytest.raises(SystemExit, match="offline"):
+        args.fn(args)
+    assert sorted(p.name for p in (dest / "pack-1" / "wheels").iterdir()) == sorted(manifest["wheels"])
+    assert not (tmp_path / ".campaign.tmp").exists()

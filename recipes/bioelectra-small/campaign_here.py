@@ -224,37 +224,51 @@ def assign_to_packs(fixed: int, sizes: list[int], limit: int) -> tuple[list[list
 WHEEL_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "any")
 
 
-def _download_wheels(wheels: Path, dest: Path) -> None:
-    """The packages the device's image lacks (:data:`WHEELS`, :data:`SOURCE_ONLY_WHEELS` built here) for its
-    Python 3.12 into ``wheels``, and the pyarrow wheel into ``dest/pack-pyarrow/wheels`` (datasets 5.2 wants
-    pyarrow >= 24; carried only if ``setup`` reports the image's as too old)."""
+def _pip_download(target: Path, *specs: str) -> None:
+    """``specs`` as wheels for the device's image (CPython 3.12, :data:`WHEEL_PLATFORMS`) into ``target``."""
+    run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "--python-version",
+         "3.12", "--implementation", "cp", *(f"--platform={p}" for p in WHEEL_PLATFORMS), "-d", target, *specs])  # fmt: skip
+
+
+def _download_wheels(wheels: Path) -> None:
+    """The packages the device's image lacks into ``wheels``: :data:`WHEELS` downloaded, :data:`SOURCE_ONLY_WHEELS`
+    built here."""
     shutil.rmtree(wheels, ignore_errors=True)
-    platforms = [f"--platform={p}" for p in WHEEL_PLATFORMS]
-    download = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                "--python-version", "3.12", "--implementation", "cp", *platforms]  # fmt: skip
-    run([*download, "-d", wheels, *WHEELS])
+    _pip_download(wheels, *WHEELS)
     run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", wheels, *SOURCE_ONLY_WHEELS])
-    run([*download, "-d", dest / "pack-pyarrow" / "wheels", PYARROW_WHEEL])
+
+
+def _download_pyarrow(dest: Path) -> None:
+    """The pyarrow wheel into ``dest/pack-pyarrow/wheels``: datasets 5.2 wants pyarrow >= 24, so it is carried
+    only if ``setup`` reports the image's as too old."""
+    _pip_download(dest / "pack-pyarrow" / "wheels", PYARROW_WHEEL)
 
 
 def _pack_wheels_only(args) -> None:
-    """``pack --wheels-only``: pack 1 with the wheels and a manifest alone, no text, vocabulary or NER sets;
-    what the step benchmarks of issue 45 carry (RUNBOOK.md, "The next loan"), in a minute instead of the
-    10-15 of the text's compression."""
+    """``pack --wheels-only``: pack 1 with the wheels and a manifest alone, no text, vocabulary or NER sets, and
+    ``pack-pyarrow``; what the step benchmarks of issue 45 carry (RUNBOOK.md, "The next loan"), in seconds
+    instead of the 10-15 minutes of the text's compression. Built under a temporary name (removed if a download
+    fails) and renamed to ``--dest``, so a failed download leaves the packs there as they were."""
     dest = args.dest
-    if dest.exists():
-        shutil.rmtree(dest)
-    pack = dest / "pack-1"
-    pack.mkdir(parents=True)
-    _download_wheels(pack / "wheels", dest)
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    pack = tmp / "pack-1"
+    try:
+        _download_wheels(pack / "wheels")
+        _download_pyarrow(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     wheels = sorted(p.name for p in (pack / "wheels").glob("*.whl"))
     size = sum(f.stat().st_size for f in pack.rglob("*") if f.is_file())
-    manifest = {"wheels_only": True, "corpus": {}, "vocab_size": None, "do_lower_case": True, "ner_sets": [],
-                "wheels": wheels, "init_from": None, "chunks": [],
+    manifest = {"wheels_only": True, "corpus": {}, "wheels": wheels, "chunks": [],
                 "packs": [{"name": pack.name, "bytes": size, "items": ["wheels"]}]}  # fmt: skip
-    write_json(dest / "manifest.json", manifest)
-    shutil.copy2(dest / "manifest.json", pack / "manifest.json")
-    log(f"packed {len(wheels)} wheels alone into {pack} ({size / 2**20:.1f} MiB): no text, vocabulary or NER sets")
+    write_json(tmp / "manifest.json", manifest)
+    shutil.copy2(tmp / "manifest.json", pack / "manifest.json")
+    if dest.exists():
+        shutil.rmtree(dest)
+    tmp.rename(dest)
+    log(f"packed {len(wheels)} wheels alone into {dest / pack.name} ({size / 2**20:.1f} MiB): no text, vocabulary or NER sets")
 
 
 def cmd_pack(args) -> None:
@@ -290,7 +304,7 @@ def cmd_pack(args) -> None:
                 tar.add(args.ner / name / split, arcname=f"{name}/{split}")
     pack1_extra.append(ner_tar)
     if args.wheels:
-        _download_wheels(stage1 / "wheels", dest)
+        _download_wheels(stage1 / "wheels")
         pack1_extra.append(stage1 / "wheels")
     if args.init_from and args.init_from.resolve() == SHIPPED.resolve() and args.init_generator is None:
         # the shipped discriminator and the generator kept beside the recipe travel with the checkout: pack 1
@@ -336,6 +350,8 @@ def cmd_pack(args) -> None:
             else:
                 shutil.copy2(item, pack / item.name)
         manifest["packs"].append({"name": pack.name, "bytes": size, "items": sorted(p.name for p in items)})
+    if args.wheels:
+        _download_pyarrow(dest)
     write_json(dest / "manifest.json", manifest)
     shutil.copy2(dest / "manifest.json", dest / "pack-1" / "manifest.json")
     text = sum(c[2] for c in chunks)
