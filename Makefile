@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: venv demo demo-table test lint bench clean
+.PHONY: venv demo demo-table test docs lint bench clean
 
 # torch is installed first, on its own. From the public PyPI on Linux, `torch==2.13.0` is the CUDA build
 # (several GB of nvidia-* packages); the PyTorch CPU wheel index has the CPU build (about 200 MB). So the CPU
@@ -45,14 +45,20 @@ DEMO_CKPT ?= bioelectra-small
 demo: venv
 	$(VENV)/bin/bioelectra finetune --loader ner --dataset ncbi-disease --trials 3 $(DEMO_ARGS) --ckpt $(DEMO_CKPT) --output-dir runs/demo-$(DEMO_CKPT)
 
-# The README's demo table, from the demo run's results.md (tools/readme_demo_table.py; also copies it to
-# docs/demo/results.md, the record the README's figures come from).
+# The results page's demo table, from the demo run's results.md (tools/readme_demo_table.py: checks its format,
+# copies it to docs/demo/results.md, the record the figures come from, and regenerates the pages).
 demo-table:
 	$(PY) tools/readme_demo_table.py runs/demo-$(DEMO_CKPT)/results.md --write
 
 # -n auto: one pytest-xdist worker per core, at most 4 (each holds torch and a model or two in memory)
 test: venv
 	$(PY) -m pytest -q -n auto --maxprocesses 4
+
+# The documentation site (MkDocs, Material theme) into site/; --strict: a broken link or a stale generated page
+# (tools/docs_pages.py --check) fails.
+docs: venv
+	$(PY) tools/docs_pages.py --check
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 lint: venv
 	$(VENV)/bin/ruff check .
@@ -64,4 +70,4 @@ bench: venv
 	$(PY) bench/adamw_update.py --sizes small --repeats 5
 
 clean:
-	rm -rf runs .pytest_cache .ruff_cache
+	rm -rf runs site .pytest_cache .ruff_cache

@@ -82,7 +82,7 @@ class ElectraMaskingCollator:
         """Take the special ids from a (WordPiece) tokenizer; ``kwargs`` are the other fields.
 
         Raises:
-            ValueError: the tokenizer lacks one of [PAD] [CLS] [SEP] [MASK].
+            ValueError: the tokenizer lacks one of ``[PAD]`` ``[CLS]`` ``[SEP]`` ``[MASK]``.
         """
         ids = {
             "pad_token_id": tokenizer.pad_token_id,

@@ -1,5 +1,6 @@
-"""The README's `make demo` table is generated from the demo run's results.md (tools/readme_demo_table.py),
-and the results.md that finetune writes today still parses: a drift in either fails here (issue #50)."""
+"""The results page's `make demo` table is generated from the demo run's results.md (tools/readme_demo_table.py
+through tools/docs_pages.py), and the results.md that finetune writes today still parses: a drift in either
+fails here."""
 
 from conftest import REPO_ROOT, load_script
 
@@ -8,12 +9,13 @@ from downstream.trial.reports import format_markdown
 table = load_script(REPO_ROOT / "tools" / "readme_demo_table.py")
 
 
-def test_the_readme_demo_table_is_the_one_generated_from_the_recorded_results_md():
+def test_the_results_page_demo_table_is_the_one_generated_from_the_recorded_results_md():
     parsed = table.parse_results_md((REPO_ROOT / "docs" / "demo" / "results.md").read_text(encoding="utf-8"))
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    assert f"{table.BEGIN}\n{table.render(parsed)}\n{table.END}" in readme, "run: make demo-table (after make demo)"
-    # the prose quotes the same figures
-    assert f"3 trials: {table.figures(parsed)}" in readme
+    page = (REPO_ROOT / "docs" / "results" / "index.md").read_text(encoding="utf-8")
+    assert f"\n{table.render(parsed)}\n<!-- end: demo-table -->" in page, "run: make demo-table (after make demo)"
+    # the fine-tuning guide's prose quotes the same figures
+    guide = (REPO_ROOT / "docs" / "guides" / "fine-tuning.md").read_text(encoding="utf-8")
+    assert f"3 trials: {table.figures(parsed)}" in guide
 
 
 def test_the_results_md_finetune_writes_today_parses(tmp_path):
@@ -35,8 +37,3 @@ def test_the_results_md_finetune_writes_today_parses(tmp_path):
     assert parsed["dev"] == ("67.89", "1.23") and parsed["ddof"] == "1"
     rendered = table.render(parsed)
     assert rendered.splitlines()[-1] == "| **mean ± std** (ddof=1) | | | | **67.89 ± 1.23** | | | **67.89 ± 1.23** |"
-
-
-def test_write_replaces_only_the_generated_block(tmp_path):
-    readme = f"intro\n{table.BEGIN}\nold table\n{table.END}\noutro\n"
-    assert table.replace_block(readme, "new") == f"intro\n{table.BEGIN}\nnew\n{table.END}\noutro\n"

@@ -83,7 +83,7 @@ class TimeFittedScheduleCallback(TrainerCallback):
         skip_steps: steps before the speed is measured.
         min_window_steps: steps the speed is measured over before the first fit. Before it the schedule is
             the Trainer's own (``max_steps`` long, the recipe's warmup: the gentlest start a fit can give).
-            With one step (the rule until 2026-11-26), a step of about 6 s right after ``skip_steps`` (on a
+            Why more than one step: measured over one, a step of about 6 s right after ``skip_steps`` (on a
             7-minute budget) planned a run so short that a quarter of it lay behind the current step, and the
             warmup ended at once, at the whole peak.
         refit_steps: steps between refits.

@@ -88,7 +88,7 @@ def limit_heap_growth(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
     resident memory of ``predict`` crept up with the corpus: 751 MB after 1,000 OHSUMED abstracts, 1,053 MB
     after 10,000 (``bench/results/predict-2core-cpu-2026-11-27-*.json``), and 404 to 1,291 MB over 1,500
     forward passes of random shapes. A fixed threshold also turns glibc's dynamic adjustment off. 4 MB from
-    3,000 abstracts, one worker (2026-11-27, this 2-core CPU): peak RSS 913-1,005 MB without a fixed
+    3,000 abstracts, one worker (2-core CPU): peak RSS 913-1,005 MB without a fixed
     threshold, 703 / 698 / 721 / 1,080 MB at 256 KB / 1 MB / 4 MB / 16 MB, at 27% / 22% / 15% / 14% fewer
     documents per second than the faster of the two unfixed runs (mapping and zeroing pages costs time)."""
     import ctypes

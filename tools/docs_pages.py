@@ -1,0 +1,288 @@
+"""Every generated page and table of the documentation, from the code and the result files: nothing typed twice.
+
+    python tools/docs_pages.py --write    # regenerate every page and block below
+    python tools/docs_pages.py --check    # exit 1 and name what is stale (tests/test_docs_pages.py does the same)
+
+Two kinds of targets (:data:`PAGES`, :data:`BLOCKS`):
+
+- whole pages (the CLI and dataset references, the model cards), written from scratch;
+- blocks inside hand-written pages, between ``<!-- generated: NAME -->`` and ``<!-- end: NAME -->``: the
+  results tables (``docs/results/data/*.json``, ``docs/demo/results.md``) and the performance tables
+  (``bench/results/*.json``). A block's prose around it stays hand-written; its figures never are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools"))
+
+import docs_reference  # noqa: E402
+
+RESULTS = REPO / "docs" / "results" / "data"
+BENCH = REPO / "bench" / "results"
+
+
+class StaleError(ValueError):
+    """A page or block that is not what its generator writes, or markers that are missing."""
+
+
+def _load(path: Path):
+    """A module of this repository that is not a package member (``bench/``, ``tools/``), by file path."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _pm(figure: dict) -> str:
+    return f"{figure['mean']:.2f} ± {figure['std']:.2f}"
+
+
+def finetune_runs() -> list[dict]:
+    """The fine-tuning result records of ``docs/results/data/finetune.json``."""
+    return json.loads((RESULTS / "finetune.json").read_text(encoding="utf-8"))["runs"]
+
+
+def render_model_comparison(model: str, table: str = "ner", metric: str = " F1") -> str:
+    """One row per comparison of result table ``table``: ``model`` against its untrained twin (same command,
+    only ``--ckpt`` differs), dev and test mean ± std over the trials, the gain, and the date, device and
+    commit of each record."""
+    runs = [r for r in finetune_runs() if r["table"] == table]
+    by_key = {(r["comparison"], r["checkpoint"]): r for r in runs}
+    lines = [
+        f"| comparison | {model} dev{metric} | {model} test{metric} | untrained twin dev{metric} | "
+        f"untrained twin test{metric} | gain dev / test | measured |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for run in runs:
+        if run["checkpoint"] != model:
+            continue
+        twin = by_key[(run["comparison"], f"{model}-untrained")]
+        gain_dev = run["dev"]["mean"] - twin["dev"]["mean"]
+        gain_test = run["test"]["mean"] - twin["test"]["mean"]
+        when = f"{run['date']}, {run['device'].split(',')[0]}, `{run['commit']}`"
+        lines.append(
+            f"| {run['comparison']} | **{_pm(run['dev'])}** | **{_pm(run['test'])}** | {_pm(twin['dev'])} | "
+            f"{_pm(twin['test'])} | {gain_dev:+.2f} / {gain_test:+.2f} | {when} |"
+        )
+    return "\n".join(lines)
+
+
+def render_headline() -> str:
+    """The front page's results table: bioelectra-small and its untrained twin, and Bio-ELECTRA-Small's
+    published figure on the benchmark of the same name."""
+    return render_model_comparison("bioelectra-small")
+
+
+def render_demo_table() -> str:
+    """``make demo``'s per-trial table, from ``docs/demo/results.md`` (the run's own ``results.md``)."""
+    demo = _load(REPO / "tools" / "readme_demo_table.py")
+    return demo.render(demo.parse_results_md((REPO / "docs" / "demo" / "results.md").read_text(encoding="utf-8")))
+
+
+def render_predict_throughput() -> str:
+    """``bench/predict_throughput.py``'s report: each run's documents/s, entities/s, seconds, peak RSS, cores busy."""
+    path = BENCH / "predict-2core-cpu-2026-11-28.json"
+    report = json.loads(path.read_text(encoding="utf-8"))
+    names = {"predict_workers_1": "`predict`, 1 worker", "predict_workers_2": "`predict`, 2 workers"}
+    lines = [
+        f"`{path.relative_to(REPO)}`: {report['cores']} cores, {report['torch_threads']} torch threads, batch "
+        f"{report['batch_size']}, model `{report['model']}`.",
+        "",
+        "| run | documents | documents/s | entities/s | seconds | peak RSS | cores busy |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for size in report["sizes"].values():
+        for key, run in size.items():
+            if not isinstance(run, dict) or "documents_per_second" not in run:
+                continue
+            name = names.get(key) or f"pipeline, `batch_size={key.rsplit('_', 1)[-1]}`"
+            lines.append(
+                f"| {name} | {run['documents']:,} | {run['documents_per_second']:.2f} | {run['entities_per_second']:.1f} | "
+                f"{run['seconds']:.1f} | {run['peak_rss_mb']:,.0f} MB | {run['cores_busy']:.2f} |"
+            )
+    speedups = ", ".join(
+        f"{s['documents']:,} documents: {s['speedup_1_worker_vs_pipeline']:.2f}x" for s in report["sizes"].values()
+    )
+    lines += ["", f"One `predict` worker against the pipeline: {speedups}."]
+    return "\n".join(lines)
+
+
+def render_pretrain_step() -> str:
+    """The pre-training step benchmark on the GPU, by ``bench/pretrain_report.py``'s own Markdown."""
+    report_module = _load(REPO / "bench" / "pretrain_report.py")
+    files = [BENCH / f"pretrain-step-h200-2026-11-27-{part}.json" for part in ("eager", "compiled", "train")]
+    reports = [json.loads(p.read_text(encoding="utf-8")) for p in files]
+    names = ", ".join(f"`{p.relative_to(REPO)}`" for p in files)
+    return f"From {names} (2026-11-27):\n\n" + report_module.markdown(*reports).rstrip("\n")
+
+
+def render_adamw_update() -> str:
+    """``bench/adamw_update.py``: the optimizer update, torch's foreach AdamW passes against its fused kernel."""
+    path = BENCH / "adamw-update-2core-cpu-2026-11-28.json"
+    report = json.loads(path.read_text(encoding="utf-8"))
+    lines = [
+        f"`{path.relative_to(REPO)}` (2026-11-28, device `{report['device']}`, torch {report['torch']}, "
+        f"{report['threads']} threads):",
+        "",
+        "| size | tensors | parameters | foreach ms / update | fused ms / update | speed-up | max parameter difference |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for case in report["cases"]:
+        lines.append(
+            f"| {case['size']} | {case['tensors']} | {case['parameters']:,} | {case['foreach']['ms_per_update']:.1f} | "
+            f"{case['fused']['ms_per_update']:.1f} | {case['fused_speedup']:.2f}x | {case['max_parameter_difference']:.1e} |"
+        )
+    return "\n".join(lines)
+
+
+def render_sampling() -> str:
+    """``bench/sampling.py``: the generator's head with the original Gumbel-max draw and the two-stage draw."""
+    path = BENCH / "sampling-2core-cpu-2026-11-28.json"
+    report = json.loads(path.read_text(encoding="utf-8"))
+    lines = [
+        f"`{path.relative_to(REPO)}` (2026-11-28, device `{report['device']}`, torch {report['torch']}, "
+        f"{report['threads']} threads):",
+        "",
+        "| sampler | block | compiled | rows | vocabulary | random numbers per row | median ms | min ms |",
+        "|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for case in report["cases"]:
+        lines.append(
+            f"| {case['sampler']} | {case['block'] or '-'} | {'yes' if case['compiled'] else 'no'} | {case['rows']:,} | "
+            f"{case['vocab']:,} | {case['random_per_row']:,} | {case['median_ms']:.1f} | {case['min_ms']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def render_recorded_table(name: str) -> str:
+    """A table of ``docs/results/data/performance.json`` (a bench run whose report predates JSON output):
+    its command, date, device, versions and commit, then its rows."""
+    table = json.loads((RESULTS / "performance.json").read_text(encoding="utf-8"))["tables"][name]
+    versions = ", ".join(f"{k} {v}" for k, v in table["versions"].items())
+    commit = f", first reported in `{table['commit']}`" if table.get("commit") else ""
+    lines = [
+        f"`{table['command']}` ({table['date']}, {table['device']}, {versions}{commit}):",
+        "",
+        "| " + " | ".join(table["columns"]) + " |",
+        "|---|" + "---:|" * (len(table["columns"]) - 1),
+        *("| " + " | ".join(row) + " |" for row in table["rows"]),
+    ]
+    return "\n".join(lines)
+
+
+#: Whole generated pages: path (from the repository root) -> renderer.
+PAGES: dict[str, Callable[[], str]] = {
+    "docs/reference/cli.md": docs_reference.render_cli,
+    "docs/reference/datasets.md": docs_reference.render_datasets,
+    "docs/models/bioelectra-small.md": lambda: docs_reference.render_model_card("bioelectra-small"),
+    "docs/models/bioelectra-mini.md": lambda: docs_reference.render_model_card("bioelectra-mini"),
+}
+
+#: Generated blocks inside hand-written pages: (path, block name) -> renderer.
+BLOCKS: dict[tuple[str, str], Callable[[], str]] = {
+    ("README.md", "headline-results"): render_headline,
+    ("docs/index.md", "headline-results"): render_headline,
+    ("docs/results/index.md", "bioelectra-small-results"): lambda: render_model_comparison("bioelectra-small"),
+    ("docs/results/index.md", "bioelectra-mini-results"): lambda: render_model_comparison("bioelectra-mini"),
+    ("docs/results/index.md", "demo-table"): render_demo_table,
+    ("docs/results/index.md", "question-answering-results"): lambda: render_model_comparison("bioelectra-mini", "qa", ""),
+    ("docs/results/performance.md", "finetune-cpu"): lambda: render_recorded_table("finetune-cpu"),
+    ("docs/results/performance.md", "micro-batch"): lambda: render_recorded_table("micro-batch"),
+    ("docs/results/performance.md", "examples-on-disk"): lambda: render_recorded_table("examples-on-disk"),
+    ("docs/results/performance.md", "predict-throughput"): render_predict_throughput,
+    ("docs/results/performance.md", "pretrain-step"): render_pretrain_step,
+    ("docs/results/performance.md", "adamw-update"): render_adamw_update,
+    ("docs/results/performance.md", "sampling"): render_sampling,
+}
+
+
+def begin(name: str) -> str:
+    return f"<!-- generated: {name} (tools/docs_pages.py from the result files; do not edit by hand) -->"
+
+
+def end(name: str) -> str:
+    return f"<!-- end: {name} -->"
+
+
+def replace_block(text: str, name: str, body: str, *, where: str = "") -> str:
+    """``text`` with block ``name``'s content replaced by ``body``.
+
+    Raises:
+        StaleError: the block's begin or end line missing, or present more than once.
+    """
+    first, last = begin(name), end(name)
+    if text.count(first) != 1 or text.count(last) != 1:
+        raise StaleError(f"{where}: expected one line {first!r} and one line {last!r}")
+    head, rest = text.split(first)
+    _, tail = rest.split(last)
+    return f"{head}{first}\n{body}\n{last}{tail}"
+
+
+def expected() -> dict[str, str]:
+    """Every target file's text as the generators write it (blocks spliced into the current pages)."""
+    out = {path: render() for path, render in PAGES.items()}
+    for (path, name), render in BLOCKS.items():
+        if path not in out:
+            file = REPO / path
+            out[path] = file.read_text(encoding="utf-8") if file.exists() else ""
+        out[path] = replace_block(out[path], name, render(), where=path)
+    return out
+
+
+def stale() -> list[str]:
+    """The target files whose text on disk differs from :func:`expected`."""
+    problems = []
+    for path, text in expected().items():
+        file = REPO / path
+        if not file.exists() or file.read_text(encoding="utf-8") != text:
+            problems.append(path)
+    return problems
+
+
+def write() -> list[str]:
+    """Write every target whose text changed (through a temporary file, then a rename); the paths written."""
+    written = []
+    for path, text in expected().items():
+        file = REPO / path
+        if file.exists() and file.read_text(encoding="utf-8") == text:
+            continue
+        file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_name(f".{file.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(file)
+        written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--write", action="store_true", help="regenerate every page and block")
+    group.add_argument("--check", action="store_true", help="exit 1 when a page or block is stale")
+    args = parser.parse_args(argv)
+    try:
+        if args.write:
+            for path in write():
+                print(f"wrote {path}")
+            return 0
+        problems = stale()
+    except (OSError, StaleError, ValueError, KeyError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path in problems:
+        print(f"stale: {path} (run: python tools/docs_pages.py --write)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
