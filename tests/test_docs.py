@@ -24,7 +24,7 @@ def test_a_changed_figure_makes_its_page_stale(tmp_path, monkeypatch):
     text = (pages.RESULTS / "finetune.json").read_text(encoding="utf-8")
     assert '"mean": 80.4,' in text
     (data / "finetune.json").write_text(text.replace('"mean": 80.4,', '"mean": 80.5,', 1), encoding="utf-8")
-    (data / "performance.json").write_text((pages.RESULTS / "performance.json").read_text(encoding="utf-8"))
+    (data / "tables.json").write_text((pages.RESULTS / "tables.json").read_text(encoding="utf-8"))
     monkeypatch.setattr(pages, "RESULTS", data)
     stale = pages.stale()
     assert "README.md" in stale and "docs/results/index.md" in stale and "docs/index.md" in stale

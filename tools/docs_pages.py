@@ -165,9 +165,9 @@ def render_sampling() -> str:
 
 
 def render_recorded_table(name: str) -> str:
-    """A table of ``docs/results/data/performance.json`` (a bench run whose report predates JSON output):
+    """A table of ``docs/results/data/tables.json`` (a bench run whose report predates JSON output):
     its command, date, device, versions and commit, then its rows."""
-    table = json.loads((RESULTS / "performance.json").read_text(encoding="utf-8"))["tables"][name]
+    table = json.loads((RESULTS / "tables.json").read_text(encoding="utf-8"))["tables"][name]
     versions = ", ".join(f"{k} {v}" for k, v in table["versions"].items())
     commit = f", first reported in `{table['commit']}`" if table.get("commit") else ""
     lines = [
@@ -200,6 +200,14 @@ BLOCKS: dict[tuple[str, str], Callable[[], str]] = {
     ("docs/results/performance.md", "micro-batch"): lambda: render_recorded_table("micro-batch"),
     ("docs/results/performance.md", "examples-on-disk"): lambda: render_recorded_table("examples-on-disk"),
     ("docs/results/performance.md", "predict-throughput"): render_predict_throughput,
+    ("docs/results/performance.md", "convert-time"): lambda: render_recorded_table("convert-time"),
+    ("docs/results/performance.md", "pretrain-rss"): lambda: render_recorded_table("pretrain-rss"),
+    ("docs/results/performance.md", "build-data"): lambda: render_recorded_table("build-data"),
+    ("docs/guides/fine-tuning.md", "protocols"): docs_reference.render_protocols,
+    ("docs/guides/benchmark.md", "ner-suite"): lambda: render_recorded_table("ner-suite"),
+    ("docs/guides/glue-and-original-tasks.md", "glue"): lambda: render_recorded_table("glue"),
+    ("docs/guides/glue-and-original-tasks.md", "chunking"): lambda: render_recorded_table("chunking"),
+    ("docs/guides/hyperparameter-search.md", "hp-search"): lambda: render_recorded_table("hp-search"),
     ("docs/results/performance.md", "pretrain-step"): render_pretrain_step,
     ("docs/results/performance.md", "adamw-update"): render_adamw_update,
     ("docs/results/performance.md", "sampling"): render_sampling,

@@ -178,3 +178,35 @@ def render_model_card(name: str) -> str:
         text = text.split("\n---\n", 1)[1].lstrip("\n")
     note = GENERATED_NOTE.format(source=f"`bioelectra/assets/models/{name}/README.md`, the card shipped with the weights")
     return f"{note}\n\n{text}"
+
+
+#: ``FinetuneSettings`` field -> the option that sets it, for the protocols table.
+_SETTING_OPTIONS = {
+    "learning_rate": "--learning-rate", "layerwise_lr_decay": "--layerwise-lr-decay", "num_train_epochs": "--epochs",
+    "warmup_ratio": "--warmup-ratio", "weight_decay": "--weight-decay", "max_seq_length": "--max-seq-length",
+    "per_device_train_batch_size": "--batch-size", "per_device_eval_batch_size": "--eval-batch-size",
+    "num_trials": "--trials", "optimizer": "--optimizer", "dropout": "--dropout",
+}  # fmt: skip
+
+
+def _settings_text(settings: dict) -> str:
+    return ", ".join(f"`{_SETTING_OPTIONS.get(k, k)} {v:g}`" if isinstance(v, float) else f"`{_SETTING_OPTIONS.get(k, k)} {v}`"
+                     for k, v in settings.items())  # fmt: skip
+
+
+def render_protocols() -> str:
+    """The ``--protocol`` table, from ``downstream.settings.PROTOCOLS``: what each protocol sets, per dataset
+    where it differs, and its source."""
+    from downstream.settings import PROTOCOLS
+
+    lines = ["| `--protocol` | sets | source |", "|---|---|---|"]
+    for name, protocol in PROTOCOLS.items():
+        sets = _settings_text(protocol["settings"]) or "nothing: `finetune`'s own defaults"
+        if protocol.get("per_dataset"):
+            sets += "; per dataset, below"
+        lines.append(f"| `{name}` | {sets} | {_cell(protocol['source'])} |")
+    for name, protocol in PROTOCOLS.items():
+        if protocol.get("per_dataset"):
+            lines += ["", f"`--protocol {name}`, per dataset:", "", "| `--dataset` | sets |", "|---|---|"]
+            lines += [f"| `{dataset}` | {_settings_text(values)} |" for dataset, values in protocol["per_dataset"].items()]
+    return "\n".join(lines)
