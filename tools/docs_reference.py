@@ -50,7 +50,7 @@ def _command_rows(command, ctx) -> tuple[list[str], list[str]]:
             help_text = getattr(param, "help", None) or ""
             many = " (several)" if param.nargs == -1 else ""
             required = "required" if param.required else "optional"
-            arguments.append(f"| `{param.name.upper()}` | {_cell(kind)}{many} | {required} | {_cell(help_text)} |")
+            arguments.append(f"| `{(param.metavar or param.name).upper()}` | {_cell(kind)}{many} | {required} | {_cell(help_text)} |")
             continue
         record = param.get_help_record(ctx)
         if record is None:
