@@ -60,7 +60,7 @@ def render_model_comparison(model: str, table: str = "ner", metric: str = " F1")
     by_key = {(r["comparison"], r["checkpoint"]): r for r in runs}
     lines = [
         f"| comparison | {model} dev{metric} | {model} test{metric} | untrained twin dev{metric} | "
-        f"untrained twin test{metric} | gain dev / test | measured |",
+        f"untrained twin test{metric} | gain dev / test | date, commit |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
     for run in runs:
@@ -69,7 +69,7 @@ def render_model_comparison(model: str, table: str = "ner", metric: str = " F1")
         twin = by_key[(run["comparison"], f"{model}-untrained")]
         gain_dev = run["dev"]["mean"] - twin["dev"]["mean"]
         gain_test = run["test"]["mean"] - twin["test"]["mean"]
-        when = f"{run['date']}, {run['device'].split(',')[0]}, `{run['commit']}`"
+        when = f"{run['date']}, `{run['commit']}`"
         lines.append(
             f"| {run['comparison']} | **{_pm(run['dev'])}** | **{_pm(run['test'])}** | {_pm(twin['dev'])} | "
             f"{_pm(twin['test'])} | {gain_dev:+.2f} / {gain_test:+.2f} | {when} |"
