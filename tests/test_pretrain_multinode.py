@@ -315,7 +315,7 @@ def test_pretrain_train_refuses_sharded_training(tmp_path, monkeypatch, variable
     assert result.exit_code == 2, result.output
     text = " ".join(result.output.split())
     assert f"{variable}=true" in text and "sharded training (FSDP / DeepSpeed ZeRO) is not supported" in text
-    assert "--multi_gpu" in text and "docs/distributed.md" in text
+    assert "--multi_gpu" in text and "docs/guides/distributed.md" in text
     assert not out.exists()
 
 
@@ -403,7 +403,7 @@ def test_the_deadline_is_process_zeros_on_every_rank(monkeypatch, own_clock_expi
     ids=["small", "base-cap-32", "large-cap-64"],
 )
 def test_the_same_hparams_split_on_1_8_and_64_processes(monkeypatch, hparams, splits):
-    """The table of docs/distributed.md: (per-device batch, accumulation steps) for each number of processes;
+    """The table of docs/guides/distributed.md: (per-device batch, accumulation steps) for each number of processes;
     a per-device cap larger than a process's share (2048 over 64 processes, cap 64) gives the share."""
     from bioelectra.pretraining.settings import resolve_hparams
 

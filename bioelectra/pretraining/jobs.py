@@ -359,7 +359,7 @@ def prepare_pretraining(
             "generator and discriminator share one embedding module and the generator's output layer is its "
             "word embedding matrix; sharding keeps that only under some wrapping policies, untested here. Plain "
             "data parallelism fits up to ELECTRA-Large (weights, gradients and Adam state: about 7 GB per "
-            "GPU): launch with --multi_gpu (accelerate config distributed_type: MULTI_GPU); see docs/distributed.md"
+            "GPU): launch with --multi_gpu (accelerate config distributed_type: MULTI_GPU); see docs/guides/distributed.md"
         )
     hp = hparams if isinstance(hparams, PretrainingHparams) else resolve_hparams(model_size, hparams)
     data = load_pretraining_data(data_dir)

@@ -14,7 +14,7 @@ WORK=${WORK:-work/bioelectra-mini}
 HERE=$(dirname "$0")
 
 # 1. Corpus: the PubMed/MEDLINE abstract sources of ../shared/data/corpus (no full-text articles),
-#    without the 13 OHSUMED documents that overlap benchmark dev/test text (see docs/pretraining-data.md).
+#    without the 13 OHSUMED documents that overlap benchmark dev/test text (see docs/guides/pretraining-data.md).
 # --include-benchmark-text: the shipped model's corpus included PubMedQA PQA-L, a benchmark since (left out
 # by default now); keep it to rebuild that corpus as it was
 python recipes/shared_corpus.py --subset abstracts --include-benchmark-text --output-dir "$WORK/corpus"
