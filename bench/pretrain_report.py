@@ -15,24 +15,24 @@ from pathlib import Path
 
 from bioelectra.compile_records import cache_served
 
-#: The targets on one H100 by (size, sequence length, batch): (figure, minimum, where the bar comes from).
-#: Issue 45's bars (the whole training step); the first GPU issue's were 35 steps/s for ELECTRA-Small.
+#: The targets of the whole training step on one H100 by (size, sequence length, batch): (figure, minimum,
+#: where the bar comes from).
 TARGETS: dict[tuple[str, int, int], tuple[str, float, str]] = {
     ("small", 128, 128): ("steps_per_second", 100.0, "about 15% MFU; the original ELECTRA-Small took 4 days for 1 M steps on a V100: about 2.9 steps/s"),
     ("small", 128, 512): ("sequences_per_second", 16000.0, "the batch where sequences/s levels off"),
     ("base", 128, 128): ("sequences_per_second", 3000.0, "NVIDIA's TF2 ELECTRA-Base: 955 sequences/s on an A100 with AMP"),
-    ("base", 512, 32): ("sequences_per_second", 550.0, "issue 14's bar for long sequences"),
+    ("base", 512, 32): ("sequences_per_second", 550.0, "the bar for long sequences (512 tokens: ELECTRA-Base's pre-training length)"),
 }  # fmt: skip
 
 #: The heading of ``pretrain train``'s column: the real path (Trainer, data loader, logs, evaluations, saves),
 #: from a ``step-train.json``; never a case's "fastest" loop, which is the bench's.
 TRAIN_HEADING = "`pretrain train`"
 
-#: ``pretrain train`` at no less than this share of the bench's fastest loop of the same model and batch
-#: (issue 45: "must run at >= 90% of the bench's best loop").
+#: ``pretrain train`` at no less than this share of the bench's fastest loop of the same model and batch: the
+#: real path (data loader, logs, evaluations, saves) may cost at most a tenth of the step's speed.
 TRAIN_FRACTION_BAR = 0.9
 
-#: Issue 45's bar for compile time: "<= 60 s to the first fast step on the device".
+#: The bar for compile time on the device: at most 60 s to the first fast step, a few percent of a short run.
 COMPILE_SECONDS_BAR = 60.0
 
 #: The table's loop columns: (heading, how a loop is recognised in a case: its key and whether it is compiled).
@@ -173,7 +173,7 @@ def compile_time_lines(reports: list[dict]) -> list[str]:
     """A table of every compiled loop's time to its first fast step (``warmup_seconds``: compilation, the warm-up
     steps and the capture), report by report (the same case compiled from nothing and from a carried cache are
     two rows), with the cache its report loaded (``compile_cache``), how torch's caches served its graphs
-    (``compile_cache_counts``, since 2026-11-28) and :data:`COMPILE_SECONDS_BAR`; ``[]`` where no loop compiled.
+    (``compile_cache_counts``; absent from older reports) and :data:`COMPILE_SECONDS_BAR`; ``[]`` where no loop compiled.
     A compiled ``pretrain train`` run's row is its first step (:func:`train_as_report`)."""
     rows = []
     for report in reports:
@@ -223,11 +223,11 @@ def is_train_report(report: dict) -> bool:
 
 def train_as_report(train: dict, reports: list[dict]) -> dict:
     """A ``step-train.json`` as a bench report of one case whose ``pretrain_train`` loop is the run's median
-    window. Its case is its ``case`` (size, seq_len, batch_size; written since 2026-11-28), its row the bench's
+    window. Its case is its ``case`` (size, seq_len, batch_size; absent from older files), its row the bench's
     loops with the same ``compile_scope``, ``fuse_qkv``, ``compile_options`` and ``bf16_weight_copies``
     (:func:`loop_variant`); an older one's case is that of ``reports`` whose fastest loop ran at its
     ``bench_best_steps_per_second`` (how ``step-bench`` chose that figure). A compiled run's
-    ``first_compiled_step`` (``pretrain train``'s ``first_compiled_step.json``, since 2026-11-28) gives the loop its
+    ``first_compiled_step`` (``pretrain train``'s ``first_compiled_step.json``, where present) gives the loop its
     ``warmup_seconds`` and ``compile_cache_counts`` and the report its ``compile_cache``, for
     :func:`compile_time_lines`.
 

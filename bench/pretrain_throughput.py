@@ -33,7 +33,7 @@ computes each self-attention's query, key and value as one projection in the opt
 ``compile_mode`` and ``compile_options``, :mod:`bioelectra.pretraining.compile_options`; each compiled loop's
 ``compile_options`` in the report is the merged dict, ``{}`` for inductor's defaults).
 
-Targets on one H100 (issue 45, :data:`TARGETS`): ELECTRA-Small (batch 128, seq 128) >= 100 steps/s, at batch 512 >= 16,000 sequences/s;
+Targets of the whole training step on one H100 (:data:`TARGETS`): ELECTRA-Small (batch 128, seq 128) >= 100 steps/s, at batch 512 >= 16,000 sequences/s;
 ELECTRA-Base (seq 128) >= 3,000 sequences/s; ELECTRA-Base (seq 512) >= 550 sequences/s. ``--markdown
 REPORT.json`` prints a report written earlier as the README's table (``bench/pretrain_report.py``).
 

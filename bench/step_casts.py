@@ -11,7 +11,7 @@ recording backend (no code generation: the graphs any device's compiler starts f
 then ``eager_cast_ops_per_step``: the ``aten::_to_copy`` calls of one uncompiled whole step (torch.profiler on
 this device's eager kernels; a step before it warms up), each a kernel launch of its own unless a compiler groups
 them. Under autocast a linear layer's weight and bias are cast at every use and their gradients cast back
-(issue 45: ELECTRA-Small's step counted 303 and 299); the copies are written by the update in one multi-tensor
+(ELECTRA-Small's whole step counted 303 and 299: docs/results/pretraining-findings.md); the copies are written by the update in one multi-tensor
 copy instead.
 
     bench/step_casts.py --size small --layers 12 --batch-size 2 --out casts.json

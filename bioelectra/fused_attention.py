@@ -12,7 +12,7 @@ concatenation is a copy of the weights per call (small beside the projection: `3
 
 Every output element is the same dot product as before, so the result equals the three projections' up to the
 summation order a matrix-multiplication kernel picks (tested: ``tests/test_fused_attention.py``). Why: a
-pre-training step of ELECTRA-Small at 128 x 128 is some 2,300 kernels of a few microseconds (issue 45; the
+pre-training step of ELECTRA-Small at 128 x 128 is some 2,300 kernels of a few microseconds (the
 device profiles in ``bench/results/pretrain-step-h200-2026-11-27-*.json``), and at its width (256) the three
 projections are small matrix multiplications; fusing query, key and value is the standard remedy (the original
 BERT and ELECTRA code computes them apart; NVIDIA's and most fast BERT implementations fuse them). Whether it

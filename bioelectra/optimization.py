@@ -54,11 +54,11 @@ def fit_warmup(warmup_steps: int, num_train_steps: int, *, max_fraction: float =
     """A warmup that fits a run of ``num_train_steps``: ``warmup_steps``, shortened to ``max_fraction`` of
     the run when longer. The peak learning rate stays the one asked for, so a shorter warmup is a steeper one.
 
-    Why not lower the peak with the warmup, to keep the warmup's slope: in a CPU test of the bioelectra-small
-    recipe, two runs of 5,228 and 5,501 steps fitted to the same time, one warming up 1,253 steps to a quarter
-    of the peak, the other 1,250 steps to the whole peak, both fell into the majority-class dip, and the one at
-    the whole peak left it with a linear probe's NCBI-disease F1 of 19.0 against 8.0 (untrained: 2.2; the
-    test is on the page "Pre-training small ELECTRAs: what we measured", docs/results/pretraining-findings.md).
+    Why not lower the peak with the warmup, to keep the warmup's slope: a CPU test of the bioelectra-small
+    recipe (docs/results/pretraining-findings.md, "A run fitted to its time"): two runs of 5,228 and 5,501
+    steps fitted to the same time, one warming up 1,253 steps to a quarter of the peak, the other 1,250 steps
+    to the whole peak, both fell into the majority-class dip, and the one at the whole
+    peak left it with a linear probe's NCBI-disease F1 of 19.0 against 8.0 (untrained: 2.2).
 
     Raises:
         ValueError: ``warmup_steps < 0``, ``num_train_steps < 1`` or ``max_fraction`` outside (0, 1].

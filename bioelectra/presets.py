@@ -62,9 +62,9 @@ UNTRAINED_TWINS: dict[str, str] = {
 
 #: ``finetune``'s learning rate for a shipped model and its untrained twin when ``--learning-rate`` is not
 #: given: the rate of the model card's comparison (bioelectra-mini, 128 wide, wants more than Base-size
-#: models' 1e-4: docs/bioelectra-mini.md, "The fine-tuning learning rate"; bioelectra-small takes
-#: ELECTRA-Small's fine-tuning rate 3e-4, which won against 1e-3 on NCBI-disease development F1, 70.44
-#: against 60.00, one trial each: its model card).
+#: models' 1e-4: docs/results/pretraining-findings.md, "A small encoder wants a higher fine-tuning rate";
+#: bioelectra-small takes ELECTRA-Small's fine-tuning rate 3e-4, which won against 1e-3 on NCBI-disease
+#: development F1, 70.44 against 60.00, one trial each: its model card).
 SHIPPED_MODEL_LEARNING_RATES: dict[str, float] = {"bioelectra-mini": 1e-3, "bioelectra-small": 3e-4}
 
 #: ``finetune``'s learning rate for any other checkpoint: ELECTRA's fine-tuning default

@@ -18,10 +18,10 @@ import torch
 #: Vocabulary entries per block of :func:`two_stage_gumbel_sample`: it draws ``ceil(V / block) + block``
 #: random numbers per row instead of ``V`` (30,522 entries: 239 + 128 = 367, 83 times fewer). A block of 128 is
 #: one 256-byte row of bf16 logits: the first stage's per-block log-sum-exp is a short reduction a compiler
-#: keeps in registers. Chosen before a GPU measured it: ``bench/sampling.py`` on the 2-core CPU (2,432 rows,
-#: the generator's head compiled; ``bench/results/sampling-2core-cpu-2026-11-28.json``) took 1.03 / 1.19 /
-#: 1.55 s at blocks of 64 / 128 / 256 against the one-stage draw's 2.11 s; the next GPU loan runs the same bench
-#: (recipes/bioelectra-small/RUNBOOK.md, "The next loan").
+#: keeps in registers. Measured on a 2-core CPU only: ``bench/sampling.py`` (2,432 rows, the generator's head
+#: compiled; ``bench/results/sampling-2core-cpu-2026-11-28.json``) took 1.03 / 1.19 / 1.55 s at blocks of
+#: 64 / 128 / 256 against the one-stage draw's 2.11 s; the same bench on a GPU (``--cases 4864:30522,2432:30522
+#: --blocks 64,128,256``) is what would confirm the block there.
 SAMPLING_BLOCK = 128
 
 #: The original's Gumbel noise guards (``pretrain_helpers.py``: ``-log(-log(u + 1e-9) + 1e-9)``).

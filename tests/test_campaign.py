@@ -1,5 +1,5 @@
-"""The GPU campaign of recipes/bioelectra-small, dry-run on the CPU: every stage, in the order of RUNBOOK.md,
-with a tiny configuration and a temporary folder standing in for the device's $OUT."""
+"""The recipe of recipes/bioelectra-small, dry-run on the CPU: every stage, in the order of
+docs/guides/pretraining-recipe.md, with a tiny configuration and a temporary folder as --out."""
 
 from __future__ import annotations
 
@@ -290,7 +290,7 @@ def test_pack_stops_at_a_corpus_folder_no_source_reads(tmp_path):
 
 
 def test_poll_warns_when_the_discriminator_is_stuck_on_the_majority_class(tmp_path, capsys, monkeypatch):
-    """RUNBOOK's stall rule, printed by poll: two evaluations in a row that recall no replaced token (what the
+    """The recipe's stall rule, printed by poll: two evaluations in a row that recall no replaced token (what the
     recipe's shape did on the 2-core CPU from step 500 on at 1e-3, batch 32 or 128, tied or untied). The
     warning advises letting the run go on, so poll keeps its wait."""
     c = load_campaign()
@@ -827,7 +827,7 @@ def test_campaign_dry_run_on_cpu(tmp_path):
     assert f"| bioelectra-small | {results['probe-small']['f1']['last_layer']:.2f} | " in report
     assert "| its untrained twin | - | - |" in report
 
-    # a later session continues from the brought-back export: packed in bfloat16, with the export's own
+    # a later run continues from the brought-back export: packed in bfloat16, with the export's own
     # vocabulary (a new build-vocab run need not give the same one), then trained with a fresh warmup
     dest2, work2 = tmp_path / "campaign-2", tmp_path / "device-work-2"
     campaign("pack", "--corpus-text", text, "--ner", tmp_path / "ner", "--work", tmp_path / "here-2", "--dest", dest2,
@@ -841,7 +841,7 @@ def test_campaign_dry_run_on_cpu(tmp_path):
             assert {str(f.get_tensor(k).dtype) for k in f.keys()} == {"torch.bfloat16"}
     campaign("setup", *[a for p in sorted(dest2.glob("pack-*")) for a in ("--pack", p)], "--work", work2, "--out", out)
     campaign("data", "--work", work2, "--out", out, "--num-processes", "1", "--max-seq-length", "32")
-    # as the RUNBOOK's call 2 runs it: no --steps, the schedule fitted to the minutes as the run goes
+    # as the recipe's guide runs it: no --steps, the schedule fitted to the minutes as the run goes
     campaign("train", "--work", work2, "--out", out, "--hparams", hparams, "--minutes", "0.2", "--check-seconds", "0",
              "--set", "save_steps", "100000")  # fmt: skip
     poll = campaign("poll", "--work", work2, "--out", out, "--wait", "600")

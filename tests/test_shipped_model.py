@@ -180,7 +180,7 @@ def test_bioelectra_small_is_its_recipes_shape_and_card_names_the_recipe():
     small = ELECTRA_SIZES["small"]  # ELECTRA-Small's widths, not its depth
     assert (config["hidden_size"], config["embedding_size"]) == (small["hidden_size"], small["embedding_size"])
     card = (shipped_model_dir("bioelectra-small") / "README.md").read_text()
-    for needed in ("recipes/bioelectra-small/RUNBOOK.md", "hparams.json", "H200", "bioelectra-small-untrained"):
+    for needed in ("docs/guides/pretraining-recipe.md", "hparams.json", "H200", "bioelectra-small-untrained"):
         assert needed in card, needed
 
 

@@ -1,7 +1,8 @@
-"""``torch.compile``'s cache artifacts carried from one loan of a GPU to the next: a run or a bench that compiled
+"""``torch.compile``'s cache artifacts carried from one machine to the next: a run or a bench that compiled
 before loads them (``torch.compiler.load_cache_artifacts``) and compiles from them, and writes this process's
 (``torch.compiler.save_cache_artifacts``). The whole training step (:mod:`bioelectra.pretraining.step`) is what
-compiles; recipes/bioelectra-small/RUNBOOK.md ("Compile time") has what a carried cache saves.
+compiles; docs/results/pretraining-findings.md ("Compiling the whole step on the CPU") has what a carried cache
+saves.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ def compile_cache_counts(since: Mapping[str, int] | None = None) -> dict[str, in
 
 
 def load_compile_cache(path: str | os.PathLike | None) -> bool:
-    """Load ``torch.compile``'s cache artifacts written by :func:`save_compile_cache` (a loan of a GPU that
-    compiled before compiles from its cache: ``torch.compiler.load_cache_artifacts``). Call it before the
+    """Load ``torch.compile``'s cache artifacts written by :func:`save_compile_cache` (a fresh machine then
+    compiles from what an earlier one compiled: ``torch.compiler.load_cache_artifacts``). Call it before the
     first compilation. Returns whether something was loaded; a missing file is no error (the first run), an
     unreadable one is logged and skipped (the run compiles as without it)."""
     if not path or not Path(path).is_file():

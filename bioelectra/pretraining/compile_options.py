@@ -2,7 +2,7 @@
 (hparams ``compile_mode`` and ``compile_options``), merged into one dict of inductor options and checked before
 any work.
 
-Why: issue 45 asks for ``max-autotune`` "where it pays". Inductor's autotuning benchmarks Triton templates for
+Why: ``max-autotune`` is worth having where it pays. Inductor's autotuning benchmarks Triton templates for
 every matrix product and can fuse the pointwise work after one into it (the bias, GELU, the residual add): fewer
 and larger kernels, at a cost in compile time that a carried compile cache pays once. torch's
 ``mode="max-autotune"`` also turns on inductor's own CUDA graphs (``triton.cudagraphs``), which cannot run inside

@@ -2,7 +2,8 @@
 
 A pre-training step of ELECTRA-Small is some 2,300-2,800 small kernels. Launched one by one from Python (the
 Trainer's step: forward, ``backward``, ``clip_grad_norm_``, ``optimizer.step()``, the scheduler), the host is
-the limit: on an H100 the eager step ran at 12 steps/s, 1.8% of the chip (recipes/bioelectra-small/RUNBOOK.md).
+the limit: on an H200 the eager step of ELECTRA-Small 128 x 128 ran at 13.5 steps/s
+(``bench/results/pretrain-step-h200-2026-11-27-eager.json``).
 :class:`WholeTrainingStep` does the same arithmetic as one function with no host synchronisation inside:
 
 1. the forward pass (``ElectraPretrainingModel``: replaced token detection, bf16 autocast on CUDA);
@@ -61,7 +62,7 @@ def resolve_train_step(mode: str, *, cuda: bool, processes: int, accumulation_st
     without gradient accumulation, else ``trainer`` (the whole step neither all-reduces nor accumulates, and off
     CUDA there is no graph to capture). Any other mode is returned as it is.
 
-    Why ``captured``: on an H200 (2026-11-27, ``bench/results/pretrain-step-h200-2026-11-27-*.json``) the
+    Why ``captured``: on an H200 (``bench/results/pretrain-step-h200-2026-11-27-*.json``) the
     captured step ran ELECTRA-Small 128 x 128 at 41.4 steps/s against the Trainer step's 13.5 (eager kernels,
     1-2 s to capture), and compiled too, bioelectra-small's recipe at 120.5 against 31.0."""
     if mode != "auto":
@@ -81,13 +82,14 @@ def resolve_train_step(mode: str, *, cuda: bool, processes: int, accumulation_st
 #: kernels. Under ``capture`` eager kernels are in the CUDA graph all the same, so no host launches them (the
 #: update is a few dozen multi-tensor kernels). With ``layers``, identical layers share one compilation, so the
 #: compile time does not grow with the depth: ELECTRA-Small's 12 discriminator and 12 generator layers compile
-#: twice (one per width), not 24 times unrolled; the heads were added on 2026-11-28 (twelfth session), since in
+#: twice (one per width), not 24 times unrolled; the heads are regions of their own since in
 #: eager kernels they make several passes over the `(slots, vocabulary)` scores. The update's graph grows with
-#: the parameters (402 in ELECTRA-Small) and was the longest compilation of all. Measured on the 2-core CPU
-#: (2026-11-28, inductor, ELECTRA-Small, batch 4 x 128, a cold inductor cache; the first step / a later one):
+#: the parameters (402 in ELECTRA-Small) and was the longest compilation of all. Measured on a 2-core CPU
+#: (inductor, ELECTRA-Small, batch 4 x 128, a cold inductor cache; the first step / a later one):
 #: ``step`` 145 s with 1 layer and 720 s / 0.69-0.73 s with 12; ``forward`` 159 s / 0.68-0.69 s with 12;
 #: ``layers`` 47 s and 41 s / 0.90-0.92 s, with the heads (bench, batch 4 x 128, 4 steps) 72.5-73.2 s /
-#: 0.70-0.84 s against 46-47 s / 0.78-0.89 s without them (recipes/bioelectra-small/RUNBOOK.md, "Compile time").
+#: 0.70-0.84 s against 46-47 s / 0.78-0.89 s without them (docs/results/pretraining-findings.md, "Compiling the
+#: whole step on the CPU").
 COMPILE_SCOPES = ("step", "forward", "layers")
 
 #: The losses summed on the device for the logs, in this order.

@@ -389,7 +389,7 @@ def training_arguments(output_dir: Path, hparams: PretrainingHparams, **extra: A
         dataloader_num_workers=hparams.dataloader_num_workers,
         # every training batch full, as the original's input_fn (drop_remainder=True): under torch.compile
         # an epoch's one short last batch is a new shape, and recompiling for it cost the first GPU run 70 s
-        # of its 403 (recipes/bioelectra-small/RUNBOOK.md); prepare_pretraining turns it off for a training
+        # of its 403 (docs/results/pretraining-findings.md); prepare_pretraining turns it off for a training
         # split smaller than one batch
         dataloader_drop_last=True,
         remove_unused_columns=False,

@@ -109,7 +109,7 @@ ALIASES = {"sst": "sst-2", "sst2": "sst-2", "sts": "sts-b", "stsb": "sts-b", "mn
 #: The original ELECTRA code's GLUE task names (``finetune/task_builder.py``), for ``run_finetuning.py``.
 ORIGINAL_GLUE_NAMES = ("cola", "sst", "mrpc", "sts", "qqp", "mnli", "qnli", "rte")
 
-#: Where GLUE is found today (its original download script's links have moved).
+#: Where GLUE is found now (its original download script's links have moved).
 GLUE_SOURCES = (
     "GLUE's tasks page https://gluebenchmark.com/tasks (the files in GLUE's TSV layout, as its download "
     "script download_glue_data.py wrote them), or the Hugging Face hub dataset nyu-mll/glue "

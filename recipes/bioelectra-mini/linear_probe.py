@@ -8,7 +8,7 @@ training split's mean and deviation) and scored on the development split with en
 strict IOB2, as `finetune`).
 
 Full fine-tuning re-learns the encoder from the task's data, which can hide what pre-training put into it;
-the probe cannot. docs/bioelectra-mini.md uses it to compare pre-training checkpoints with their untrained
+the probe cannot. docs/results/pretraining-findings.md uses it to compare pre-training checkpoints with their untrained
 twin, and ``recipes/bioelectra-small/campaign.py finetune-eval`` runs it for bioelectra-small and its twin. Prints
 one JSON object: ``{"checkpoint", "dataset", "train_words", "dev_words", "f1": {"last_layer", "all_layers"}}``
 (F1 in percent), also written to ``--output`` when given (to a temporary name, then renamed).

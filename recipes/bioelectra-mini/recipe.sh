@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bioelectra-mini, the pre-trained discriminator shipped in bioelectra/assets/models/bioelectra-mini (run 7
-# of docs/bioelectra-mini.md), from the project's shared corpus, then its comparison with an untrained twin.
+# of docs/results/pretraining-findings.md), from the project's shared corpus, then its comparison with an untrained twin.
 #
 # Run from the repository root with the package's environment active (`make venv`, then
 # `. .venv/bin/activate`) and ../shared beside the checkout. About 80 minutes on a 2-core CPU, almost all
@@ -61,7 +61,7 @@ bioelectra pretrain export --model-dir "$WORK/run" --output-dir "$WORK/export" -
 # 6. Fine-tune it on NCBI-disease beside its untrained twin (`build_untrained_twin`: the same configuration
 #    and tokenizer with fresh seed-0 float32 weights; `--ckpt bioelectra-mini-untrained` builds the same for
 #    the shipped model) with the README's main command, then the frozen-feature linear probe of both: the
-#    comparison of the README and docs/bioelectra-mini.md.
+#    comparison of the README and docs/results/pretraining-findings.md.
 python -c 'import sys; from bioelectra.presets import build_untrained_twin; build_untrained_twin(*sys.argv[1:])' \
   "$WORK/export/discriminator" "$WORK/untrained-twin"
 for ckpt in export/discriminator untrained-twin; do

@@ -1,24 +1,25 @@
-"""bioelectra-small on a lent GPU: one script, one stage per device call (see RUNBOOK.md beside it).
+"""bioelectra-small from text to shipped model: one script, one subcommand per stage
+(docs/guides/pretraining-recipe.md tells how to run it, on a GPU machine or an offline GPU node).
 
 Stages (each ``python recipes/bioelectra-small/campaign.py STAGE ...``):
 
 - ``pack`` (here, on the CPU): the pre-training text (``recipes/shared_corpus.py --subset all --exclude
   pubmedqa-pqal``), an uncased WordPiece vocabulary trained on it, the BC5CDR fine-tuning sets and the
-  Python 3.12 wheels the GPU machine lacks, compressed into packs that each travel with one device call
-  beside the checkout (``.campaign/pack-1``, ``pack-2``, ...; ``--pack-mib``). ``--init-from`` an earlier
+  Python 3.12 wheels an offline GPU node lacks, compressed into packs that each travel to the node beside
+  the checkout (``.campaign/pack-1``, ``pack-2``, ...; ``--pack-mib``). ``--init-from`` an earlier
   export: its two networks in bfloat16 and its vocabulary instead of a new one.
 - ``setup`` (device): install the wheels, unpack the packs given, record the machine (GPU, versions, the
-  measured bf16 matmul rate and copy bandwidth) in ``$OUT/env.json``.
+  measured bf16 matmul rate and copy bandwidth) in ``env.json`` under ``--out``.
 - ``bench`` (device): ``bench/pretrain_throughput.py`` on the three ELECTRA cases and this recipe's model,
-  each beside the naive fp32 eager loop, each profiled: ``$OUT/bench.json``; with
+  each beside the naive fp32 eager loop, each profiled: ``bench.json``; with
   ``--compile``, the recipe's model (or ``--cases``) under ``torch.compile``, added to
-  ``$OUT/bench-compiled.json``.
-- ``step-bench`` (device): the whole training step (``train_step`` ``captured``) measured in one call, its parts
+  ``bench-compiled.json``.
+- ``step-bench`` (device): the whole training step (``train_step`` ``captured``) measured in one command, its parts
   in order of priority within ``--budget-seconds``: benches eager and compiled (each case's naive, eager and
   captured loops), the captured step's losses against the eager step's, and a short ``pretrain train`` of the
   recipe with it (``campaign_step.py``).
 - ``data`` (device): ``pretrain build-data`` over the unpacked text on every core.
-- ``train`` (device): launch ``pretrain train`` in the background (a new session, so it outlives the call)
+- ``train`` (device): launch ``pretrain train`` in the background (a process group of its own, so it outlives the command that started it)
   for ``--minutes`` of training: its schedule fitted to them as it goes (``fit_schedule_to_time``: the run
   measures its own speed and ends, saved, with its learning rate decayed, when the minutes are spent);
   ``--compile on`` trains under ``torch.compile`` and, if that run fails, eager for the minutes left
@@ -26,7 +27,7 @@ Stages (each ``python recipes/bioelectra-small/campaign.py STAGE ...``):
 - ``poll`` (device): wait (at most ``--wait`` seconds) and print the run's progress and metrics (from the
   run's ``log_history.jsonl``).
 - ``collect`` (device): float32 export of generator + discriminator, pre-training metrics, logs: one tar in
-  pieces of at most 15 MiB under ``$OUT`` (``cat results.tar.part-* | tar x`` here).
+  pieces of at most 15 MiB under ``--out`` (``cat results.tar.part-* | tar x`` to unpack).
 - ``finetune-eval`` (device, or here afterwards): the learning rate of ``finetune``'s defaults for
   bioelectra-small (chosen on NCBI-disease development F1), then the comparisons (bioelectra-small against
   its untrained twin, ...) in order of priority while ``--budget-seconds`` last, and the fine-tuning speed
@@ -37,8 +38,8 @@ Stages (each ``python recipes/bioelectra-small/campaign.py STAGE ...``):
 
 Every stage reads and writes under ``--work`` (default ``work/bioelectra-small``; on the device a folder
 that lives as long as the machine, e.g. ``/tmp/bes``) and writes what must come back under ``--out``
-(default ``$OUT``, else ``<work>/out``). ``tests/test_campaign.py`` runs every stage on the CPU with a tiny
-configuration, ``$OUT`` replaced by a temporary folder.
+(default: the folder named by the environment variable ``OUT``, else ``<work>/out``). ``tests/test_campaign.py``
+runs every stage on the CPU with a tiny configuration, ``--out`` a temporary folder.
 """
 
 from __future__ import annotations
@@ -221,7 +222,7 @@ def cmd_setup(args) -> None:
 
 
 def bench_cases(hparams: Path, *, compiled: bool = False) -> str:
-    """The bench's cases: the three ELECTRA cases of issue 14, then the recipe's model; compiled, the recipe's
+    """The bench's cases: the three ELECTRA reference cases (Small 128 x 128, Base 128 x 128 and 512 x 32), then the recipe's model; compiled, the recipe's
     model only (the figure ``train --compile auto`` decides on; each compilation takes a minute or more of
     device time; ``--cases small:128:128`` adds ELECTRA-Small to ``bench-compiled.json`` later)."""
     recipe = f"{hparams}:128:{json.loads(hparams.read_text()).get('per_device_train_batch_size', 128)}"
@@ -232,18 +233,18 @@ def cmd_bench(args) -> None:
     """``bench/pretrain_throughput.py`` into ``bench.json`` (eager, beside the naive loop), or with
     ``--compile`` into ``bench-compiled.json`` (``torch.compile``, no naive loop; each case's eager figure from
     ``bench.json`` beside it when that ran first). The bench writes its report after every case, so when it
-    fails the cases it finished still reach ``$OUT``, with the failure under ``error``. A failed eager bench
+    fails the cases it finished still reach ``--out``, with the failure under ``error``. A failed eager bench
     then raises (after the copy); a failed compiled bench is reported, not raised: it is the optional stage
     of the campaign."""
     use_site(args.work)
     cases = args.cases or bench_cases(args.hparams, compiled=args.compile)
     name = "bench-compiled.json" if args.compile else "bench.json"
-    # compiled benches add up: a later call's cases join (or replace) the earlier ones in bench-compiled.json
+    # compiled benches add up: a later bench's cases join (or replace) the earlier ones in bench-compiled.json
     previous = read_json(args.work / name, {}) if args.compile else {}
     fresh = args.work / f"{Path(name).stem}-run.json"  # this run's report alone, however far it got
     fresh.unlink(missing_ok=True)
-    # in the order given: issue 14's three ELECTRA cases first, measured even if a later case fails or the
-    # call's `timeout` cuts the bench short (train needs no bench: it fits its schedule to its minutes)
+    # in the order given: the three ELECTRA reference cases first, measured even if a later case fails or
+    # `--timeout` cuts the bench short (train needs no bench: it fits its schedule to its minutes)
     cmd = [sys.executable, REPO / "bench" / "pretrain_throughput.py", "--cases", cases,
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--matmul", "--profile", str(args.profile),
            "--output", fresh]  # fmt: skip
@@ -311,9 +312,9 @@ def tar_pieces(sources: list[tuple[Path, str]], out: Path, name: str) -> list[st
 
 def cmd_collect(args) -> None:
     """The run's newest complete checkpoint exported (float32, both networks), then evaluated, then packed with
-    the logs, metrics and benches into ``results.tar.part-*`` in ``$OUT``. The export comes first and an
+    the logs, metrics and benches into ``results.tar.part-*`` in ``--out``. The export comes first and an
     evaluation that fails is written into ``collect.json`` (``eval_error``) rather than raised: the weights
-    are what the session exists for, and the CPU can evaluate them afterwards."""
+    are what the run exists for, and a CPU can evaluate them afterwards."""
     work, out = args.work, args.out
     use_site(work)
     from bioelectra.compile_records import FIRST_COMPILED_STEP_FILE
@@ -388,7 +389,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--dest", type=Path, default=REPO / ".campaign")
     p.add_argument("--vocab-size", type=int, default=30522)
     p.add_argument("--pack-mib", type=float, default=None,
-                   help="MiB per pack (default: the 64 MiB of a call less this checkout's travelling files and 2 MiB)")  # fmt: skip
+                   help="MiB per pack (default: 64 MiB per transfer less this checkout's travelling files and 2 MiB)")  # fmt: skip
     p.add_argument("--chunk-bytes", type=int, default=CHUNK_BYTES)
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--no-wheels", dest="wheels", action="store_false")
@@ -441,7 +442,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", type=float, default=540.0)
     p.add_argument("--lines", type=int, default=3)
 
-    stage("collect", cmd_collect, "metrics, export and logs into $OUT (device)")
+    stage("collect", cmd_collect, "metrics, export and logs into --out (device)")
 
     p = stage("finetune-eval", cmd_finetune_eval, "fine-tuning comparisons within a time budget (device)")
     p.add_argument("--budget-seconds", type=float, default=300.0)

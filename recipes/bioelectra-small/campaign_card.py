@@ -179,8 +179,8 @@ def model_card(results: Path, finetune: dict, report: str, *, shipped: Path | No
              f"| sequence length | {build.get('max_seq_length', '-')} in pre-training; position embeddings for "
              f"{config.get('max_position_embeddings', '-')} |",
              f"| weights | float16 safetensors, {size}; `finetune` loads them as float32 |", "",
-             "## Pre-training", "",
-             "Reproduce with `recipes/bioelectra-small/RUNBOOK.md` (`campaign.py`: pack, the device stages, collect); "
+             "## Training", "",
+             "Reproduce with the recipe, `recipes/bioelectra-small/campaign.py` (docs/guides/pretraining-recipe.md); "
              "hyper-parameters: `recipes/bioelectra-small/hparams.json`"
              + (f", continued from `{hp['init_from']}`" if hp.get("init_from") else "") + ".", "",
              f"Objective: ELECTRA's, generator masked-LM loss x {hp.get('gen_weight', '-')} + discriminator replaced-token-"

@@ -20,9 +20,10 @@ HERE = Path(__file__).resolve().parent
 
 REPO = HERE.parent.parent
 
-#: torch.compile's cache artifacts of the recipe's whole training step, written by ``step-bench`` on a lent H200
-#: (torch 2.11.0+cu130, 2026-11-27; RUNBOOK.md, "The fifth loan"), xz-compressed. ``train`` and ``step-bench``
-#: load it before compiling, so a loan compiles from it; another torch or device ignores it (logged).
+#: torch.compile's cache artifacts of the recipe's whole training step, written by ``step-bench`` on an H200
+#: (torch 2.11.0+cu130; docs/results/pretraining-findings.md, "The training step on the H200"), xz-compressed.
+#: ``train`` and ``step-bench`` load it before compiling, so a fresh machine compiles from it; another torch or
+#: device ignores it (logged).
 COMPILE_CACHE = HERE / "compile-cache.bin.xz"
 
 #: The raw artifacts' name in a work folder (``compile_cache`` reads it; a run writes its own there).
@@ -145,14 +146,15 @@ STUCK_AUC = 0.6
 
 
 def majority_class_warning(evals: list[dict], learning_rate: float | None = None, warmup_steps: int | None = None) -> str | None:
-    """RUNBOOK's stall rule as a message, or None: the last two evaluations of ``evals`` (``log_history``
+    """The recipe's stall rule as a message, or None: the last two evaluations of ``evals`` (``log_history``
     records) both have ``eval_disc_recall`` <= :data:`STUCK_RECALL` and ``eval_disc_auc`` < :data:`STUCK_AUC`,
     so the discriminator has been predicting "original" for every token, and ranking barely above chance,
-    over an evaluation interval, as bioelectra-mini's run 6 did until it was stopped (docs/bioelectra-mini.md).
+    over an evaluation interval, as bioelectra-mini's run 6 did until it was stopped (docs/results/pretraining-findings.md).
 
     On the CPU the recipe's shape fell into this state every time, right after its generator learned the
     unigram distribution (masked-LM loss near 7.5): at batch 32 and 128, tied or not, at every warmup slope
-    tried; a gentler slope made the dip later and shallower but did not avoid it (RUNBOOK, "What to watch").
+    tried; a gentler slope made the dip later and shallower but did not avoid it (docs/results/pretraining-findings.md,
+    "The majority-class stall on the CPU").
     So the message names the run's schedule (``learning_rate``, ``warmup_steps``) and advises against a
     restart, which would land in the same dip; it does not stop the run."""
     stuck = [e for e in evals if e.get("eval_disc_recall") is not None]
@@ -163,7 +165,7 @@ def majority_class_warning(evals: list[dict], learning_rate: float | None = None
     return (f"WARNING: eval_disc_recall <= {STUCK_RECALL} and eval_disc_auc < {STUCK_AUC} at steps {steps}{schedule}: "
             "the discriminator is stuck on the majority class. Every schedule tried on the CPU dipped here after the "
             "generator's unigram stage, and none avoided it, so a restart would land in the same dip: let the run "
-            "go on and watch eval_disc_auc (RUNBOOK, 'What to watch')")  # fmt: skip
+            "go on and watch eval_disc_auc (docs/guides/pretraining-recipe.md, 'What to watch')")  # fmt: skip
 
 
 def _case_size(size: str) -> str:

@@ -16,18 +16,18 @@ from campaign_common import DEFAULT_NER, NER_SETS, REPO, log, read_json, run, us
 #: The rows of the fine-tuning comparison (``report`` groups the runs by them).
 DEFAULTS_ROW = "{}, finetune's defaults"
 #: ``finetune --protocol bio-electra`` (``downstream.settings.PROTOCOLS``: 10 epochs at 3e-4, layer-wise learning-rate
-#: decay 0.8, the original optimizer, dropout 0.1), cut to 3 trials as issue 14 asks. Until 2026-11-26 the campaign
-#: spelled it ``--epochs 10 --learning-rate 3e-4``, which left finetune's AdamW and no layer-wise decay.
+#: decay 0.8, the original optimizer, dropout 0.1), cut to 3 trials like every row of the comparison.
 BIO_ELECTRA_ROW = "NCBI-disease, Bio-ELECTRA's protocol (--protocol bio-electra)"
 SPEED_ROW = "NCBI-disease fine-tuning time, 3 trials x 3 epochs"
-#: Issue 14's target for SPEED_ROW on one GPU, end to end (start-up, 3 trials, evaluation): 2 minutes.
+#: The target of SPEED_ROW on one GPU, end to end (start-up, 3 trials, evaluation): 2 minutes, short enough to
+#: fine-tune a Base-sized model beside a pre-training run (115.6 s on an H200: docs/results/pretraining-findings.md).
 SPEED_TARGET_SECONDS = 120
 LEARNING_RATE_ROW = "NCBI-disease, the learning rate of finetune's defaults (1 trial each, development F1)"
 PROBE_ROW = "NCBI-disease, frozen-encoder linear probe (development F1)"
 #: The probe: a softmax layer on the frozen encoder's word features. Three epochs of fine-tuning at 1e-3 can
 #: re-learn what a short pre-training put into a small encoder (on the CPU, a run whose probe F1 was 19.0
-#: against its twin's 2.2 fine-tuned no better than the twin: recipes/bioelectra-small/RUNBOOK.md, "What to
-#: watch"); the probe cannot, so it tells whether pre-training learned anything when fine-tuning shows no gain.
+#: against its twin's 2.2 fine-tuned no better than the twin: docs/results/pretraining-findings.md, "A run
+#: fitted to its time"); the probe cannot, so it tells whether pre-training learned anything when fine-tuning shows no gain.
 PROBE_SCRIPT = REPO / "recipes" / "bioelectra-mini" / "linear_probe.py"
 DATASET_TITLES = {"ncbi-disease": "NCBI-disease", "bc5cdr-chem": "BC5CDR-chem", "bc5cdr-disease": "BC5CDR-disease"}
 
@@ -35,8 +35,8 @@ DATASET_TITLES = {"ncbi-disease": "NCBI-disease", "bc5cdr-chem": "BC5CDR-chem", 
 #: Learning rates tried for bioelectra-small before the "finetune's defaults" rows (NCBI-disease, one trial
 #: of ``finetune``'s 3 epochs each, judged on development F1 alone: the test split plays no part in the
 #: choice). 3e-4 is ELECTRA-Small's fine-tuning rate (ELECTRA paper, appendix table of fine-tuning
-#: hyper-parameters) and Bio-ELECTRA's protocol's; 1e-3 is bioelectra-mini's (docs/bioelectra-mini.md, "The
-#: fine-tuning learning rate": at hidden 128 and 3 epochs, 1e-3 beat 3e-4 by about 5 F1 points, for the
+#: hyper-parameters) and Bio-ELECTRA's protocol's; 1e-3 is bioelectra-mini's (docs/results/pretraining-findings.md,
+#: "A small encoder wants a higher fine-tuning rate": at hidden 128 and 3 epochs, 1e-3 beat 3e-4 by about 5 F1 points, for the
 #: model and its twin alike). ``finetune``'s 1e-4 for other checkpoints is ELECTRA-Base's rate, too low for
 #: 3 epochs of a 256-wide encoder. The winner is the rate of the defaults rows, for the model and its twin
 #: alike, and the one to register for bioelectra-small in ``bioelectra.presets.SHIPPED_MODEL_LEARNING_RATES``
@@ -96,7 +96,7 @@ def finetune_queue(args) -> list[dict]:
         {"name": "probe-twin", "row": PROBE_ROW, "model": "twin", "probe": True, "args": ["--dataset", "ncbi-disease", "--ckpt", twin]},
         # the twin's protocol row right after the model's: on the CPU an untrained twin of this shape beat a
         # pre-trained model by 6.3 test F1 under this protocol, where 3 epochs at 1e-3 put them level
-        # (RUNBOOK, "What to watch"), so the model's row means nothing without it
+        # (docs/results/pretraining-findings.md), so the model's row means nothing without it
         {"name": "ncbi-small-bio-electra-protocol", "row": BIO_ELECTRA_ROW, "model": "small", "args": ["--dataset", "ncbi-disease", "--ckpt", model, *common, *protocol]},
         {"name": "ncbi-twin-bio-electra-protocol", "row": BIO_ELECTRA_ROW, "model": "twin", "args": ["--dataset", "ncbi-disease", "--ckpt", twin, *common, *protocol]},
         {"name": "base-speed", "row": SPEED_ROW, "model": "base", "args": ["--dataset", "ncbi-disease", "--ckpt", "electra-base", *common], "speed": True},
@@ -119,9 +119,9 @@ def has_gpu() -> bool:
 
 def cmd_finetune_eval(args) -> None:
     """The comparisons of :func:`finetune_queue`, in its order, while ``--budget-seconds`` last (a run starts
-    only if the previous run's time still fits). The results add up across calls in ``<work>/finetune.json``,
-    copied to ``$OUT`` after every run: a comparison measured in an earlier call (call 1's ``base-speed``)
-    is not run again (delete that file to measure again), unless it is a "finetune's defaults" run made at
+    only if the previous run's time still fits). The results add up across runs of the stage in ``<work>/finetune.json``,
+    copied to ``--out`` after every run: a comparison measured by an earlier run of the stage (``base-speed``
+    on a GPU, say) is not run again (delete that file to measure again), unless it is a "finetune's defaults" run made at
     another rate than the one now chosen or given. A run that fails is recorded with its ``error``
     and the queue goes on; the stage then exits non-zero. The "finetune's defaults" runs use the learning
     rate the ``lr-*`` runs chose (recorded as ``learning_rate``; they are skipped until every candidate has
@@ -136,7 +136,7 @@ def cmd_finetune_eval(args) -> None:
         build_untrained_twin(model, work / "twin", seed=0)
     start = time.monotonic()
     results = read_json(work / "finetune.json", {}) or {}
-    results["skipped"] = []  # this call's
+    results["skipped"] = []  # this run's
 
     def save() -> None:
         write_json(work / "finetune.json", results)

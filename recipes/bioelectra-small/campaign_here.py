@@ -1,5 +1,6 @@
 """The campaign's stages on this CPU: ``pack`` (text, vocabulary, wheels and NER sets into packs that
-travel with the device calls) and ``ship`` (a brought-back export as the package's float16 model).
+travel to an offline GPU node beside the checkout) and ``ship`` (a brought-back export as the package's
+float16 model).
 Run them through ``campaign.py pack`` / ``campaign.py ship``."""
 
 from __future__ import annotations
@@ -65,28 +66,28 @@ def xz_compress(lines: list[str], target: Path, threads: int) -> None:
     tmp.replace(target)
 
 
-#: What one device call carries, the working tree and the carried packs together (device README, Limits).
-CALL_MIB = 64.0
+#: The default transfer limit to a GPU node: one pack and the working tree together at most this size.
+TRANSFER_MIB = 64.0
 
-#: Room kept in each call for files written after ``pack`` (notes, a changed script).
+#: Room kept in each transfer for files written after ``pack`` (notes, a changed script).
 MARGIN_MIB = 2.0
 
 
 def travelling_bytes(repo: Path) -> int:
-    """Bytes of the working tree a device call sends besides the carried paths: tracked files and untracked
+    """Bytes of the working tree that travel to the node beside a pack: tracked files and untracked
     ones git does not ignore (device README). With a shipped model in the package it grows by its weights."""
     try:
         names = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                                capture_output=True, check=True).stdout.decode().split("\0")  # fmt: skip
     except (OSError, subprocess.CalledProcessError) as exc:
-        raise SystemExit(f"error: {repo}: cannot list what travels with a device call ({exc}): give --pack-mib") from exc
+        raise SystemExit(f"error: {repo}: cannot list what travels with the checkout ({exc}): give --pack-mib") from exc
     return sum((repo / n).stat().st_size for n in dict.fromkeys(names) if n and (repo / n).is_file())
 
 
 def bf16_copy(export: Path, target: Path, generator: Path | None = None) -> None:
     """``export``'s ``discriminator/`` and ``generator/`` (``save_pretrained`` folders of any dtype) as
     bfloat16 copies in ``target``, with their tokenizer files: half the bytes of a float32 export, so that a
-    continuation fits in pack 1 (issue 14: weights in bf16; ``pretrain train --init-from`` loads float32).
+    continuation fits in pack 1 (``pretrain train --init-from`` loads them as float32).
     A discriminator alone (the shipped model; :func:`bioelectra.pretraining.checkpoints.discriminator_alone`)
     takes its generator from ``generator`` (the one ``ship`` kept beside the recipe) when that folder is
     given and exists; without it ``target`` holds ``discriminator/`` only and ``pretrain train`` starts the
@@ -131,7 +132,7 @@ def _pack_corpus(args, work: Path) -> tuple[Path, dict]:
         if unread and not args.allow_unread_folders:
             raise SystemExit(
                 f"error: {args.corpus}: no source of recipes/shared_corpus.py reads {', '.join(unread)}: give each a "
-                "reader there (SOURCE_FOLDERS, SUBSET_SOURCES; issue 14 asks for all the corpus), or pack without "
+                "reader there (SOURCE_FOLDERS, SUBSET_SOURCES; the recipe pre-trains on all of the corpus), or pack without "
                 "them with --allow-unread-folders (the manifest lists them)"
             )
         log(f"corpus: {args.corpus} -> {corpus_dir} (subset all, without the benchmarks {', '.join(shared.BENCHMARK_SOURCES)})")
@@ -196,8 +197,8 @@ def assign_to_packs(fixed: int, sizes: list[int], limit: int) -> tuple[list[list
     in the chunks' order (each into the first pack with room). The order is :data:`SOURCE_ORDER`'s, the
     abstracts first, and first fit keeps them in pack 1; a small chunk later in the order still fills a gap an
     earlier pack left, where filling one pack after the other opens a new one at the first chunk that does not
-    fit. Each pack is a call of the device's (RUNBOOK.md): on 2026-11-28 the corpus's 18 chunks (seven of about
-    10 MiB) took 5 packs of 27.1 MiB filled one after the other, 4 by first fit.
+    fit. Fewer packs are fewer transfers to an offline node: the shared corpus's 18 chunks (seven of about 10 MiB)
+    took 5 packs of 27.1 MiB filled one after the other, 4 by first fit.
 
     Returns:
         ``(places, used)``: the chunk indices of each pack, in order, and each pack's bytes.
@@ -246,7 +247,7 @@ def _download_pyarrow(dest: Path) -> None:
 
 def _pack_wheels_only(args) -> None:
     """``pack --wheels-only``: pack 1 with the wheels and a manifest alone, no text, vocabulary or NER sets, and
-    ``pack-pyarrow``; what the step benchmarks of issue 45 carry (RUNBOOK.md, "The next loan"), in seconds
+    ``pack-pyarrow``; what benchmarks of the training step carry (they read no text), in seconds
     instead of the 10-15 minutes of the text's compression. Built under a temporary name (removed if a download
     fails) and renamed to ``--dest``, so a failed download leaves the packs there as they were."""
     dest = args.dest
@@ -287,8 +288,8 @@ def cmd_pack(args) -> None:
     chunks = _compressed_chunks(args, work, corpus_dir)  # (source, path, text bytes, compressed bytes)
 
     if args.pack_mib is None:
-        pack_mib = CALL_MIB - travelling_bytes(REPO) / 2**20 - MARGIN_MIB
-        log(f"packs of at most {pack_mib:.1f} MiB ({CALL_MIB:.0f} MiB per call, less this checkout and {MARGIN_MIB} MiB)")
+        pack_mib = TRANSFER_MIB - travelling_bytes(REPO) / 2**20 - MARGIN_MIB
+        log(f"packs of at most {pack_mib:.1f} MiB ({TRANSFER_MIB:.0f} MiB per transfer, less this checkout and {MARGIN_MIB} MiB)")
     else:
         pack_mib = args.pack_mib
     limit = pack_mib * 2**20

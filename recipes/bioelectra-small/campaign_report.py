@@ -178,10 +178,10 @@ def first_compiled_step_text(first: dict | None) -> str:
     return f"{num(first.get('seconds'), ',.1f')} s at step {num(first.get('global_step'))}; {carried}; {describe_cache_counts(counts)}"
 
 
-#: The bench reports a results folder may hold, in the order they join the throughput table: ``bench`` (call 1)
-#: and ``bench --compile``, ``step-bench``'s eager and compiled parts, and its ``train`` part's ``pretrain train``
-#: speed (``step-train.json``; the pre-training calls copy it into ``$OUT``: put it beside the unpacked results,
-#: or give it with ``report --bench``).
+#: The bench reports a results folder may hold, in the order they join the throughput table: ``bench`` and
+#: ``bench --compile``, ``step-bench``'s eager and compiled parts, and its ``train`` part's ``pretrain train``
+#: speed (``step-train.json``, written under ``--out``, not into the results tar: put it beside the unpacked
+#: results, or give it with ``report --bench``).
 BENCH_REPORTS = ("bench.json", "bench-compiled.json", "step-bench-eager.json", "step-bench-compiled.json", "step-train.json")
 
 

@@ -1,6 +1,6 @@
-"""The campaign's measurement of the whole training step (``train_step`` ``captured``) on the device, in one call:
-``step-bench``. Its parts run in order of priority while ``--budget-seconds`` last, each writing under ``$OUT``
-as soon as it ends, so a call cut short brings back every part that finished:
+"""The campaign's measurement of the whole training step (``train_step`` ``captured``) on the device, in one
+command: ``step-bench``. Its parts run in order of priority while ``--budget-seconds`` last, each writing under
+``--out`` as soon as it ends, so a command cut short leaves every part that finished:
 
 1. ``eager``: ``bench/pretrain_throughput.py`` on ELECTRA-Small 128 x 128 and 128 x 512, ELECTRA-Base 128 x 128
    and 512 x 32 and the recipe's model (128 x its batch): the naive fp32 loop, the eager step (the Trainer's
@@ -8,8 +8,8 @@ as soon as it ends, so a call cut short brings back every part that finished:
 2. ``compiled``: the whole step compiled (``fullgraph=True``; the forward pass and the update, with
    ``--compile-scope forward`` the forward pass alone, with ``layers`` each transformer layer alone, identical
    layers compiled once) and captured, on ELECTRA-Small 128 x 128, the recipe's model and ELECTRA-Base
-   128 x 128, loading ``--compile-cache`` when one was carried and writing the artifacts of this call's
-   compilations to ``$OUT/compile-cache.bin.xz`` (carry it to the next call: RUNBOOK.md);
+   128 x 128, loading ``--compile-cache`` when one was carried and writing the artifacts of this command's
+   compilations to ``compile-cache.bin.xz`` under ``--out`` (give it to the next run: ``--compile-cache``);
    ``step-bench-compiled.json``.
 3. ``loss``: the eager step against the captured one over 50 steps from the same weights on the same batches
    (ELECTRA-Small 128 x 128): losses and peak memory; ``step-bench-loss.json``.
@@ -280,7 +280,7 @@ def _train_case(args, run_hp: dict) -> dict:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``step-bench``'s options (the stage's ``--work``, ``--out``, ``--hparams`` come from ``campaign.py``)."""
-    p.add_argument("--budget-seconds", type=float, default=540.0, help="the call's seconds for all the parts")
+    p.add_argument("--budget-seconds", type=float, default=540.0, help="the seconds for all the parts")
     p.add_argument("--only", nargs="*", choices=PARTS, default=None, help="run these parts only (in their order)")
     p.add_argument("--compile-cache", type=Path, default=COMPILE_CACHE,
                    help="a compile-cache.bin.xz an earlier call brought back (carried; default: the recipe's): "

@@ -1,7 +1,7 @@
 """The campaign's pre-training run on the device: ``data`` (``pretrain build-data`` on the unpacked text),
 ``train`` (the recipe's hparams for ``--minutes``, launched in
 the background under ``supervise``, which goes on eager when a compiled run fails) and ``poll`` (the run's
-progress). The command line is ``campaign.py``'s (RUNBOOK.md, call 2)."""
+progress). The command line is ``campaign.py``'s (docs/guides/pretraining-recipe.md)."""
 
 from __future__ import annotations
 
@@ -58,8 +58,8 @@ def compile_decision(args) -> tuple[bool, str]:
     return True, f"compiled: x{speedup} the eager speed"
 
 
-#: ``max_steps`` of a run whose schedule is fitted to its minutes: an upper bound that no lease reaches (a
-#: million steps, ELECTRA-Small's whole run), so the fitted length always decides.
+#: ``max_steps`` of a run whose schedule is fitted to its minutes: an upper bound that no run of minutes reaches
+#: (a million steps, ELECTRA-Small's whole run), so the fitted length always decides.
 FITTED_MAX_STEPS = 1_000_000
 
 
@@ -124,8 +124,9 @@ def supervise(cmd: list[str], work: Path, *, call=subprocess.call, clock=time.mo
     step (``train_step: trainer``, compiled or not as it was). When a run under ``torch.compile`` fails, and at least :data:`FALLBACK_MIN_SECONDS` of its
     ``max_train_seconds`` are left, it is run once more eager: ``torch_compile`` off, the recipe's padding,
     ``max_train_seconds`` the time left. The same command resumes from the newest complete checkpoint when
-    the compiled run saved one, else starts afresh. The compilation has never run on the lent GPU before
-    (RUNBOOK), and a lease has no minutes for a person to notice and relaunch."""
+    the compiled run saved one, else starts afresh. A compiled run can fail where an eager one would not (a
+    torch or device the compilation has not met), and a run on a node with a time limit has no minutes for a
+    person to notice and relaunch."""
     hp_file = work / "train-hparams.json"
     started = clock()
     code = call(cmd)

@@ -15,7 +15,7 @@ Parts (``PARTS``; tensor names of ``ElectraForPreTraining``):
 - ``encoder``: every Transformer layer;
 - ``head``: the replaced-token-detection head (``discriminator_predictions``), which fine-tuning discards.
 
-RUNBOOK.md ("Where the loss to the twin sits") used it on a CPU-pre-trained model that fine-tuned below its
+docs/results/pretraining-findings.md ("Where the loss to the twin sits") used it on a CPU-pre-trained model that fine-tuned below its
 twin: the word embeddings alone cost 6.3 development F1 on NCBI-disease, the encoder 3.9. Prints one JSON
 object, also written to ``<output-dir>/grafted.json``: the pre-trained source, the seed, the parts, and the
 tensors taken from each side.
