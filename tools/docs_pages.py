@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +42,14 @@ def _load(path: Path):
     sys.modules[path.stem] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _date_of(path: Path) -> str:
+    """The date a result file's name carries (``...-YYYY-MM-DD-....json``): the day it was measured."""
+    match = re.search(r"\d{4}-\d{2}-\d{2}", path.name)
+    if not match:
+        raise ValueError(f"{path}: no date in the file name (expected NAME-DEVICE-YYYY-MM-DD.json)")
+    return match.group(0)
 
 
 def _pm(figure: dict) -> str:
@@ -123,7 +132,7 @@ def render_pretrain_step() -> str:
     files = [BENCH / f"pretrain-step-h200-2026-11-27-{part}.json" for part in ("eager", "compiled", "train")]
     reports = [json.loads(p.read_text(encoding="utf-8")) for p in files]
     names = ", ".join(f"`{p.relative_to(REPO)}`" for p in files)
-    return f"From {names} (2026-11-27):\n\n" + report_module.markdown(*reports).rstrip("\n")
+    return f"From {names} ({_date_of(files[0])}):\n\n" + report_module.markdown(*reports).rstrip("\n")
 
 
 def render_adamw_update() -> str:
@@ -131,7 +140,7 @@ def render_adamw_update() -> str:
     path = BENCH / "adamw-update-2core-cpu-2026-11-28.json"
     report = json.loads(path.read_text(encoding="utf-8"))
     lines = [
-        f"`{path.relative_to(REPO)}` (2026-11-28, device `{report['device']}`, torch {report['torch']}, "
+        f"`{path.relative_to(REPO)}` ({_date_of(path)}, device `{report['device']}`, torch {report['torch']}, "
         f"{report['threads']} threads):",
         "",
         "| size | tensors | parameters | foreach ms / update | fused ms / update | speed-up | max parameter difference |",
@@ -150,7 +159,7 @@ def render_sampling() -> str:
     path = BENCH / "sampling-2core-cpu-2026-11-28.json"
     report = json.loads(path.read_text(encoding="utf-8"))
     lines = [
-        f"`{path.relative_to(REPO)}` (2026-11-28, device `{report['device']}`, torch {report['torch']}, "
+        f"`{path.relative_to(REPO)}` ({_date_of(path)}, device `{report['device']}`, torch {report['torch']}, "
         f"{report['threads']} threads):",
         "",
         "| sampler | block | compiled | rows | vocabulary | random numbers per row | median ms | min ms |",
