@@ -324,6 +324,8 @@ PROTOCOLS: dict[str, dict] = {
             "gad": {"per_device_train_batch_size": 32, "learning_rate": 3e-5, "num_train_epochs": 10.0, "max_seq_length": 256},
             "pubmedqa": {"per_device_train_batch_size": 16, "learning_rate": 2e-5, "warmup_ratio": 0.1, "num_train_epochs": 30.0, "max_seq_length": 512},
             "bioasq-yesno": {"per_device_train_batch_size": 16, "learning_rate": 2e-5, "warmup_ratio": 0.1, "num_train_epochs": 20.0, "max_seq_length": 512},
+            "biosses": {"per_device_train_batch_size": 16, "learning_rate": 1e-5, "num_train_epochs": 30.0, "max_seq_length": 512},
+            "hoc": {"per_device_train_batch_size": 32, "learning_rate": 4e-5, "num_train_epochs": 40.0, "max_seq_length": 512},
         },
     },
 }  # fmt: skip
