@@ -365,7 +365,7 @@ CHUNK_DATASETS: dict[str, DatasetSpec] = {
 
 #: BLURB's data-generation pipeline (Microsoft's BLURB ``data_generation/`` scripts, MIT) makes the BIOSSES and
 #: HoC files from their authors' releases; its output is the layout these datasets are read in.
-BLURB_DATA_GENERATION = "linked from BLURB's site https://microsoft.github.io/BLURB/"
+BLURB_DATA_GENERATION = "BLURB's data-generation scripts (linked from BLURB's site https://microsoft.github.io/BLURB/)"
 
 #: BLURB's sentence-similarity and document-classification sets. GPL-3.0 data (their authors' repositories): never
 #: downloaded nor shipped; ``get_from`` says where they are. SHA-256 of BLURB's pipeline output (the files'
@@ -388,8 +388,7 @@ BLURB_TEXT_DATASETS: dict[str, DatasetSpec] = {
         },
         get_from=(
             "its authors' repository https://github.com/gizemsogancioglu/biosses (GPL-3.0) turned into BLURB's "
-            f"train.tsv / dev.tsv / test.tsv (pair_id, sent1, sent2, score) by BLURB's data-generation scripts, {BLURB_DATA_GENERATION}; "
-            "then give --data-dir <that folder> or copy it to the cache folder named above"
+            f"train.tsv / dev.tsv / test.tsv (pair_id, sent1, sent2, score) by {BLURB_DATA_GENERATION}"
         ),
     ),
     "hoc": DatasetSpec(
@@ -409,8 +408,7 @@ BLURB_TEXT_DATASETS: dict[str, DatasetSpec] = {
         },
         get_from=(
             "its authors' repository https://github.com/sb895/Hallmarks-of-Cancer (GPL-3.0) turned into BLURB's "
-            f"train.tsv / dev.tsv / test.tsv (labels, sentence, index) by BLURB's data-generation scripts, {BLURB_DATA_GENERATION}; "
-            "then give --data-dir <that folder> or copy it to the cache folder named above"
+            f"train.tsv / dev.tsv / test.tsv (labels, sentence, index) by {BLURB_DATA_GENERATION}"
         ),
     ),
 }

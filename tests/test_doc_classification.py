@@ -226,6 +226,16 @@ def test_finetune_doc_classification_end_to_end(tmp_path, tiny_checkpoint):
     assert "micro avg (BLURB)" in (out / "trial-0" / "classification_report.txt").read_text()
     markdown = (out / "results.md").read_text()
     assert "| tumor promoting inflammation |" in markdown and "Thresholds (per trial)" in markdown
+    # the saved model scored again: dev chooses the threshold again, the test set uses it, both files written
+    again = tmp_path / "evaluate"
+    result = CliRunner().invoke(app, ["evaluate", "--model", str(out / "trial-0" / "model"), "--loader", "doc-classification",
+                                      "--data-dir", str(FIXTURES / "doc-classification-tiny"), "--max-seq-length", "32",
+                                      "--output-dir", str(again)])  # fmt: skip
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    evaluation = json.loads((again / "results.json").read_text())
+    assert evaluation["test"]["threshold"] == evaluation["dev"]["threshold"] == trial["dev"]["threshold"]
+    assert evaluation["test"]["f1"] == pytest.approx(trial["test"]["f1"])
+    assert (again / "dev_predictions.tsv").is_file() and (again / "test_predictions.tsv").is_file()
 
 
 @pytest.mark.shared_data

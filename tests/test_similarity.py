@@ -160,3 +160,24 @@ def test_blurb_biosses_files(shared_data):
     assert all(0.0 <= low <= high <= 4.0 for low, high in (s.score_range() for s in task.splits.values()))
     ids = [e.index for s in task.splits.values() for e in s.examples]
     assert sorted(map(int, ids)) == list(range(1, 101))
+
+
+@pytest.mark.slow
+def test_benchmark_runs_biosses_and_hoc_from_a_data_root(tmp_path, tiny_checkpoint, monkeypatch):
+    import shutil
+
+    monkeypatch.setenv("BIOELECTRA_CACHE", str(tmp_path / "empty-cache"))
+    root = tmp_path / "data"
+    shutil.copytree(FIXTURES / "similarity-tiny", root / "sts" / "biosses")
+    shutil.copytree(FIXTURES / "doc-classification-tiny", root / "doc-classification" / "hoc")
+    out = tmp_path / "bench"
+    result = CliRunner().invoke(app, ["benchmark", "--ckpt", str(tiny_checkpoint), "--suite", "biosses,hoc", "--trials", "1",
+                                      "--data-root", str(root), "--epochs", "1", "--max-seq-length", "32", "--batch-size", "8",
+                                      "--output-dir", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    report = json.loads((out / "benchmark.json").read_text())
+    assert [(r["dataset"], r["task"]) for r in report["rows"]] == [("biosses", "similarity"), ("hoc", "doc-classification")]
+    assert report["rows"][0]["summary"]["test"]["pearson"]["n"] == 1 and report["rows"][1]["summary"]["test"]["f1"]["n"] == 1
+    markdown = (out / "benchmark.md").read_text()
+    assert "| biosses | Pearson |" in markdown and "| hoc | micro-F1 |" in markdown
+    assert (out / "hoc" / "trial-0" / "dev_predictions.tsv").is_file()
