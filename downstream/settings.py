@@ -41,7 +41,8 @@ class FinetuneSettings:
     """Everything that defines a fine-tuning run.
 
     Attributes:
-        task: the task kind, a key of ``downstream.kinds.TASKS`` (``ner``, ``re``, ``qa``, ``yesno``).
+        task: the task kind, a key of ``downstream.kinds.TASKS`` (``ner``, ``re``, ``qa``, ``yesno``, ``glue``,
+            ``similarity``, ``doc-classification``).
         dataset: registry name (optional when ``data_dir`` is given).
         data_dir: local folder with ``train``/``devel`` (or ``dev``)/``test`` files; overrides the registry.
         checkpoint: a directory or hub id ``from_pretrained`` loads.

@@ -80,7 +80,8 @@ class Task(Protocol):
     """What the trial runner needs from a task kind.
 
     Class attributes:
-        kind: the ``--loader`` name (``ner``, ``re``, ``qa``, ``yesno``, ``glue``).
+        kind: the ``--loader`` name (``ner``, ``re``, ``qa``, ``yesno``, ``glue``, ``similarity``,
+            ``doc-classification``).
         headline_metrics: metrics summarised over trials (``results.json`` ``summary``), the first is the
             headline; the terminal table shows the F1.
         report_metrics: the metrics of ``results.md``'s summary rows.
