@@ -51,6 +51,8 @@ DATA_ROOT_LAYOUT = {
     "bioasq-factoid": "qa/bioasq",
     "bioasq-yesno": "qa/bioasq",
     "chunk": "chunk/conll2000",
+    "biosses": "sts/biosses",
+    "hoc": "doc-classification/hoc",
 }
 
 #: BLURB's datasets by task type (Gu et al. 2021, Table 2), those we have.

@@ -1,8 +1,16 @@
-"""What relation extraction, yes/no question answering and GLUE share: sentence (pair) classification.
+"""What relation extraction, yes/no question answering, GLUE, sentence similarity and document classification
+share: sentence (pair) classification and regression.
 
 These kinds import this module, never the reverse, and none imports another.
 
-Encoded splits: :class:`EncodedReSplit`, one feature row per example plus the statistics of the encoding.
+Encoded splits: :class:`EncodedReSplit`, one feature row per example plus the statistics of the encoding;
+:func:`encode_sentence_pairs` makes one from single sentences or sentence pairs (GLUE, sentence similarity,
+document classification's sentences).
+
+Regression (GLUE's STS-B, sentence similarity): one output, ``problem_type="regression"``, the mean squared
+error; :func:`first_output` keeps that output of the logits, :func:`regression_scores` gives Pearson and
+Spearman correlation. Multi-label classification (document classification): ``problem_type=
+"multi_label_classification"``, one sigmoid per label, the binary cross-entropy.
 
 Heads (``RE_HEADS``, ``--re-head``):
 
@@ -33,8 +41,9 @@ Accuracy is over all examples (negatives included). Zero denominators give 0, no
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
@@ -47,7 +56,9 @@ class ElectraForRelationClassification(ElectraPreTrainedModel):
 
     The dropout is ``config.classifier_dropout`` when set, else ``config.hidden_dropout_prob`` (0.1).
     The loss is the mean cross-entropy over the batch (``config.problem_type == "regression"``, one output:
-    the mean squared error, as the original's ``RegressionTask``); ``forward`` takes no ``**kwargs``, so the Trainer
+    the mean squared error, as the original's ``RegressionTask``; ``"multi_label_classification"``: the binary
+    cross-entropy of one sigmoid per label, averaged over batch and labels, as transformers'
+    ``ElectraForSequenceClassification``); ``forward`` takes no ``**kwargs``, so the Trainer
     divides by gradient accumulation steps as it should (the Trainer skips that division for a model
     whose forward takes ``**kwargs``, assuming it normalises by ``num_items_in_batch`` itself).
     """
@@ -71,7 +82,8 @@ class ElectraForRelationClassification(ElectraPreTrainedModel):
         labels: torch.LongTensor | None = None,
     ) -> SequenceClassifierOutput:
         """Args: ``input_ids``, ``attention_mask``, ``token_type_ids`` of shape ``(batch_size, sequence_length)``;
-        ``labels`` of shape ``(batch_size,)`` (class ids; float targets for a regression).
+        ``labels`` of shape ``(batch_size,)`` (class ids; float targets for a regression), or
+        ``(batch_size, num_labels)`` of 0.0 / 1.0 for a multi-label classification.
 
         Returns:
             ``SequenceClassifierOutput`` with ``logits`` of shape ``(batch_size, num_labels)`` and ``loss``
@@ -83,6 +95,8 @@ class ElectraForRelationClassification(ElectraPreTrainedModel):
         loss = None
         if labels is not None and self.config.problem_type == "regression":  # one output, e.g. GLUE's STS-B
             loss = nn.functional.mse_loss(logits.view(-1), labels.view(-1).to(logits.dtype))
+        elif labels is not None and self.config.problem_type == "multi_label_classification":
+            loss = nn.functional.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
         elif labels is not None:
             loss = nn.functional.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
         return SequenceClassifierOutput(loss=loss, logits=logits)
@@ -219,3 +233,64 @@ class EncodedReSplit:
 
     def __getitem__(self, index: int) -> dict:
         return self.features[index]
+
+
+def encode_sentence_pairs(examples: Sequence, tokenizer, target_of: Callable[[Any], Any], *, max_seq_length: int,
+                          sort_by_length: bool) -> EncodedReSplit:  # fmt: skip
+    """``[CLS] a [SEP]`` or ``[CLS] a [SEP] b [SEP]`` per example, at most ``max_seq_length`` sub-tokens (a pair
+    loses tokens from its longer segment first, ``truncation="longest_first"``, as BERT's
+    ``_truncate_seq_pair`` in the original ELECTRA code's ``classification_tasks.py``).
+
+    Args:
+        examples: objects with ``text_a``, ``text_b`` (``None``: a single sentence) and ``label``.
+        tokenizer: a fast tokenizer.
+        target_of: the training target of an example's ``label`` (a class id, a score, a list of 0.0 / 1.0).
+        max_seq_length: sub-tokens per input, ``[CLS]`` and ``[SEP]`` included.
+        sort_by_length: put the features in length order (``example_index`` maps them back to ``examples``).
+
+    Returns:
+        An :class:`EncodedReSplit`; ``stats``: ``examples``, ``truncated`` (examples cut), ``subtokens``.
+    """
+    rows, truncated = [], 0
+    for example in examples:
+        encoded = tokenizer(example.text_a, example.text_b, truncation="longest_first", max_length=max_seq_length, verbose=False)
+        if len(encoded["input_ids"]) == max_seq_length:
+            full = tokenizer(example.text_a, example.text_b, truncation=False, verbose=False)
+            truncated += len(full["input_ids"]) > max_seq_length
+        rows.append({"input_ids": encoded["input_ids"], "token_type_ids": encoded["token_type_ids"], "labels": target_of(example.label)})
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]["input_ids"])) if sort_by_length else list(range(len(rows)))
+    stats = {"examples": len(rows), "truncated": truncated, "subtokens": sum(len(r["input_ids"]) for r in rows)}
+    return EncodedReSplit(features=[rows[i] for i in order], example_index=order, stats=stats)
+
+
+def first_output(logits, labels=None):
+    """``preprocess_logits_for_metrics`` of a one-output regression: the output ``(batch_size,)`` of logits of
+    shape ``(batch_size, 1)`` (the first of a tuple of outputs)."""
+    logits = logits[0] if isinstance(logits, tuple | list) else logits
+    return logits[..., 0]
+
+
+def regression_scores(gold: Sequence[float], predicted: Sequence[float]) -> dict[str, Any]:
+    """``pearson``, ``spearman`` and ``mse`` of predicted against gold scores (GLUE's STS-B, BIOSSES):
+    ``scipy.stats.pearsonr`` / ``spearmanr``, and the mean squared error on the scores' own scale, as the
+    original ELECTRA code's ``RegressionScorer``. A correlation with a constant is undefined: 0.0 is reported
+    with ``constant_predictions`` set, so that the best-epoch selection still compares numbers (NaN never
+    compares).
+
+    Raises:
+        ValueError: different lengths, or fewer than two examples.
+    """
+    import numpy as np
+    from scipy.stats import pearsonr, spearmanr
+
+    if len(gold) != len(predicted) or len(gold) < 2:
+        raise ValueError(f"{len(gold)} gold scores and {len(predicted)} predicted: expected the same number, at least two")
+    g = np.asarray(gold, dtype=np.float64)
+    p = np.asarray(predicted, dtype=np.float64)
+    scores: dict[str, Any] = {"mse": float(np.mean((g - p) ** 2)), "num_examples": len(g)}
+    if np.ptp(g) == 0 or np.ptp(p) == 0:  # a correlation with a constant is undefined
+        scores.update(pearson=0.0, spearman=0.0, constant_predictions=True)
+        return scores
+    scores["pearson"] = float(pearsonr(g, p)[0])
+    scores["spearman"] = float(spearmanr(g, p)[0])
+    return scores

@@ -1,5 +1,5 @@
 """The registered benchmarks: :class:`DatasetSpec` and the tables by task kind (``NER_DATASETS``,
-``RE_DATASETS``, ``QA_DATASETS``, ``YESNO_DATASETS``, all of them in ``DATASETS``). Finding, caching and
+``RE_DATASETS``, ``QA_DATASETS``, ``YESNO_DATASETS``, ``BLURB_TEXT_DATASETS``, all of them in ``DATASETS``). Finding, caching and
 downloading them is :mod:`downstream.registry`'s."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ class DatasetSpec:
 
     Attributes:
         name: registry key (``--dataset``).
-        task: the task kind, ``"ner"``, ``"re"``, ``"qa"`` or ``"yesno"``.
+        task: the task kind, ``"ner"``, ``"re"``, ``"qa"``, ``"yesno"``, ``"similarity"`` or ``"doc-classification"``.
         title: human-readable name.
         entity_types: entity types annotated (NER), as named by the original corpus.
         archive_url: the pre-processed archive the files come from.
@@ -363,6 +363,57 @@ CHUNK_DATASETS: dict[str, DatasetSpec] = {
     ),
 }
 
+#: BLURB's data-generation pipeline (Microsoft's BLURB ``data_generation/`` scripts, MIT) makes the BIOSSES and
+#: HoC files from their authors' releases; its output is the layout these datasets are read in.
+BLURB_DATA_GENERATION = "BLURB's data-generation scripts (linked from BLURB's site https://microsoft.github.io/BLURB/)"
+
+#: BLURB's sentence-similarity and document-classification sets. GPL-3.0 data (their authors' repositories): never
+#: downloaded nor shipped; ``get_from`` says where they are. SHA-256 of BLURB's pipeline output (the files'
+#: PROVENANCE.md in ../shared/data/sts/biosses and ../shared/data/doc-classification/hoc).
+BLURB_TEXT_DATASETS: dict[str, DatasetSpec] = {
+    "biosses": DatasetSpec(
+        name="biosses",
+        task="similarity",
+        title="BIOSSES biomedical sentence similarity (BLURB's 64 / 16 / 20 pairs, scores 0-4)",
+        entity_types=(),
+        archive_url="",
+        archive_member="",
+        original_url="https://tabilab.cmpe.boun.edu.tr/BIOSSES/",
+        citation="Soğancıoğlu, Öztürk and Özgür, BIOSSES: a semantic sentence similarity estimation system for the "
+        "biomedical domain, Bioinformatics 33(14):i49-i58, 2017",
+        sha256={
+            "train.tsv": "19dfcb8d4f07636422cb4b945992131383bf0dfa87847012673abcfc026aa9e7",
+            "dev.tsv": "15902014e1cf828aaf39ab83051063af3b4aec0f6e38edc3ea609299221d4735",
+            "test.tsv": "dd68d01d5cc0f73d6790a94b054fdb14b0cd443979f7fc42d1d98aba2cb6791b",
+        },
+        get_from=(
+            "its authors' repository https://github.com/gizemsogancioglu/biosses (GPL-3.0) turned into BLURB's "
+            f"train.tsv / dev.tsv / test.tsv (pair_id, sent1, sent2, score) by {BLURB_DATA_GENERATION}"
+        ),
+    ),
+    "hoc": DatasetSpec(
+        name="hoc",
+        task="doc-classification",
+        title="Hallmarks of Cancer (HoC), BLURB's split: 1,295 / 186 / 371 abstracts, ten hallmarks",
+        entity_types=(),
+        archive_url="",
+        archive_member="",
+        original_url="https://github.com/sb895/Hallmarks-of-Cancer",
+        citation="Baker et al., Automatic semantic classification of scientific literature according to the hallmarks "
+        "of cancer, Bioinformatics 32(3):432-440, 2016",
+        sha256={
+            "train.tsv": "48352fe9828a63254c9302d5c9a13abe0167a5016dd1143e7f7e47c0348c9a81",
+            "dev.tsv": "c0bae75eab5940db8afd3ac620d391661c826fa1428e38d258c9e730f4358b99",
+            "test.tsv": "2e9ffe24c756b126efa2d351a9572ebb671a3473658bc0766d02ec80b9129d48",
+        },
+        get_from=(
+            "its authors' repository https://github.com/sb895/Hallmarks-of-Cancer (GPL-3.0) turned into BLURB's "
+            f"train.tsv / dev.tsv / test.tsv (labels, sentence, index) by {BLURB_DATA_GENERATION}"
+        ),
+    ),
+}
+
 #: Every registered dataset, by name.
 DATASETS: dict[str, DatasetSpec] = {**NER_DATASETS, **RE_DATASETS, **QA_DATASETS, **YESNO_DATASETS}
 DATASETS.update(CHUNK_DATASETS)
+DATASETS.update(BLURB_TEXT_DATASETS)

@@ -8,15 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from downstream.checkpoints import check_max_seq_length, load_tokenizer
+from downstream.doc_classification.task import DocClassificationTask
 from downstream.errors import DownstreamError
 from downstream.glue.task import GlueTask
 from downstream.ner.task import NerTask
 from downstream.qa.task import QaTask
 from downstream.relation.task import ReTask
+from downstream.similarity.task import SimilarityTask
 from downstream.yesno.task import YesNoTask
 
 #: Task kind (``--loader``) -> its class.
-TASKS: dict[str, type] = {cls.kind: cls for cls in (NerTask, ReTask, QaTask, YesNoTask, GlueTask)}
+TASKS: dict[str, type] = {cls.kind: cls for cls in (NerTask, ReTask, QaTask, YesNoTask, GlueTask, SimilarityTask, DocClassificationTask)}
 
 
 def task_class(kind: str) -> type:

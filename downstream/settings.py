@@ -41,7 +41,8 @@ class FinetuneSettings:
     """Everything that defines a fine-tuning run.
 
     Attributes:
-        task: the task kind, a key of ``downstream.kinds.TASKS`` (``ner``, ``re``, ``qa``, ``yesno``).
+        task: the task kind, a key of ``downstream.kinds.TASKS`` (``ner``, ``re``, ``qa``, ``yesno``, ``glue``,
+            ``similarity``, ``doc-classification``).
         dataset: registry name (optional when ``data_dir`` is given).
         data_dir: local folder with ``train``/``devel`` (or ``dev``)/``test`` files; overrides the registry.
         checkpoint: a directory or hub id ``from_pretrained`` loads.
@@ -324,6 +325,8 @@ PROTOCOLS: dict[str, dict] = {
             "gad": {"per_device_train_batch_size": 32, "learning_rate": 3e-5, "num_train_epochs": 10.0, "max_seq_length": 256},
             "pubmedqa": {"per_device_train_batch_size": 16, "learning_rate": 2e-5, "warmup_ratio": 0.1, "num_train_epochs": 30.0, "max_seq_length": 512},
             "bioasq-yesno": {"per_device_train_batch_size": 16, "learning_rate": 2e-5, "warmup_ratio": 0.1, "num_train_epochs": 20.0, "max_seq_length": 512},
+            "biosses": {"per_device_train_batch_size": 16, "learning_rate": 1e-5, "num_train_epochs": 30.0, "max_seq_length": 512},
+            "hoc": {"per_device_train_batch_size": 32, "learning_rate": 4e-5, "num_train_epochs": 40.0, "max_seq_length": 512},
         },
     },
 }  # fmt: skip

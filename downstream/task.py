@@ -80,7 +80,8 @@ class Task(Protocol):
     """What the trial runner needs from a task kind.
 
     Class attributes:
-        kind: the ``--loader`` name (``ner``, ``re``, ``qa``, ``yesno``, ``glue``).
+        kind: the ``--loader`` name (``ner``, ``re``, ``qa``, ``yesno``, ``glue``, ``similarity``,
+            ``doc-classification``).
         headline_metrics: metrics summarised over trials (``results.json`` ``summary``), the first is the
             headline; the terminal table shows the F1.
         report_metrics: the metrics of ``results.md``'s summary rows.
@@ -218,6 +219,9 @@ class TaskKind:
     original_task_names: ClassVar[tuple[str, ...]] = ()
     #: The development metrics of a trial in the original's ``<task>_results.txt`` line, in order (those present).
     original_result_keys: ClassVar[tuple[str, ...]] = ("precision", "recall", "f1", "micro_f1", "accuracy")
+    #: The development predictions file of each trial (and of ``evaluate``), written with ``write_predictions``
+    #: beside the test one; ``None``: only the test predictions are written.
+    dev_predictions_filename: ClassVar[str | None] = None
 
     @classmethod
     def dataset_defaults(cls, dataset: str | None, data_dir: Path | None) -> dict[str, Any]:
@@ -235,6 +239,11 @@ class TaskKind:
         """The single-class baseline of split ``name`` (:func:`best_constant`), or ``None`` (no such
         baseline for this kind)."""
         return None
+
+    def adopt_dev_result(self, dev: EvalResult) -> None:
+        """Take what the development split's result chose (a decision threshold) for the test evaluation that
+        follows: called with the kept (best) epoch's development result before the test set is scored. Nothing
+        by default."""
 
     def predicted_classes(self, result: EvalResult) -> list[str] | None:
         """The classes a split's predictions use, one per predicted unit (``None``: not a classification)."""

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from conftest import FIXTURES
 
+from downstream.classification import regression_scores
 from downstream.errors import DataFormatError, DatasetUnavailableError, DownstreamError
 from downstream.glue.data import double_unordered_pairs, find_glue_files, read_glue_file
-from downstream.glue.metrics import classification_scores, regression_scores
+from downstream.glue.metrics import classification_scores
 from downstream.glue.spec import GLUE_TASKS, glue_spec, is_glue_name
 from downstream.glue.task import GlueTask
 from downstream.task import EvalResult
@@ -146,12 +147,12 @@ def test_double_unordered_doubles_mrpc_and_sts_training_pairs_only():
 
 
 def test_pairs_lose_tokens_from_the_longer_segment_first(wordpiece_tokenizer):
+    from downstream.classification import encode_sentence_pairs
     from downstream.glue.data import GlueExample, GlueSplit
-    from downstream.glue.task import encode_glue_split
 
     long = "the patient was given a very long course of treatment over many weeks in the hospital ward"
     split = GlueSplit(None, [GlueExample("0", long, "it worked .", "entailment", 1)])
-    encoded = encode_glue_split(split, wordpiece_tokenizer, lambda label: 0, max_seq_length=16, sort_by_length=False)
+    encoded = encode_sentence_pairs(split.examples, wordpiece_tokenizer, lambda label: 0, max_seq_length=16, sort_by_length=False)
     ids = encoded.features[0]["input_ids"]
     second = wordpiece_tokenizer("it worked .", add_special_tokens=False)["input_ids"]
     assert len(ids) == 16 and ids[-len(second) - 1 : -1] == second  # the short sentence kept whole

@@ -30,6 +30,8 @@ class Loader(StrEnum):
     qa = "qa"
     yesno = "yesno"
     glue = "glue"
+    similarity = "similarity"
+    doc_classification = "doc-classification"
 
 
 class Precision(StrEnum):
@@ -57,11 +59,11 @@ class Iob1Policy(StrEnum):
 #: The options of ``finetune`` (their declarations, so the command's signature stays one line each).
 _FinetuneLoader = Annotated[
     Loader,
-    typer.Option(help="Task kind: 'ner' (token classification), 're' (relation extraction), 'qa' (extractive question answering, SQuAD format), 'yesno' (yes/no/maybe question answering: PubMedQA, BioASQ yes/no) or 'glue' (GLUE's sentence (pair) classification and STS-B regression)."),
+    typer.Option(help="Task kind: 'ner' (token classification), 're' (relation extraction), 'qa' (extractive question answering, SQuAD format), 'yesno' (yes/no/maybe question answering: PubMedQA, BioASQ yes/no), 'glue' (GLUE's sentence (pair) classification and STS-B regression), 'similarity' (sentence-pair similarity scores: BIOSSES) or 'doc-classification' (multi-label classification of sentence-split abstracts: HoC)."),
 ]
 _FinetuneDataset = Annotated[
     str | None,
-    typer.Option(help="Benchmark name from the registry (e.g. ncbi-disease, bc5cdr-chem, chemprot, gad, covid-qa); --loader glue: cola, sst-2, mrpc, sts-b, qqp, mnli, mnli-mm, qnli, rte, wnli (or the original's sst, sts)."),
+    typer.Option(help="Benchmark name from the registry (e.g. ncbi-disease, bc5cdr-chem, chemprot, gad, covid-qa, biosses, hoc); --loader glue: cola, sst-2, mrpc, sts-b, qqp, mnli, mnli-mm, qnli, rte, wnli (or the original's sst, sts)."),
 ]
 _FinetuneDataDir = Annotated[
     Path | None,

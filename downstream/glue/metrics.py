@@ -2,7 +2,8 @@
 
 - ``mcc``: Matthews correlation coefficient (CoLA), ``sklearn.metrics.matthews_corrcoef``;
 - ``pearson``, ``spearman``: correlation of predicted and gold scores (STS-B), ``scipy.stats.pearsonr`` /
-  ``spearmanr``; ``mse`` beside them (on the 0-5 scale), as the original ELECTRA code's ``RegressionScorer``;
+  ``spearmanr``; ``mse`` beside them (on the 0-5 scale), as the original ELECTRA code's ``RegressionScorer``
+  (:func:`downstream.classification.regression_scores`, shared with sentence similarity);
 - ``f1`` (with ``precision`` and ``recall``): binary F1 of class ``1`` (MRPC, QQP), ``sklearn.metrics.f1_score``;
 - ``accuracy``: ``sklearn.metrics.accuracy_score`` (every classification task).
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from downstream.classification import regression_scores
 from downstream.glue.spec import GlueSpec
 
 #: How the GLUE scores are computed, stated in every GLUE result.
@@ -49,30 +51,6 @@ def classification_scores(spec: GlueSpec, gold: Sequence[str], predicted: Sequen
         scores["recall"] = float(recall_score(gold, predicted, **kwargs))
     scores["confusion"] = {g: {p: sum(1 for a, b in zip(gold, predicted, strict=True) if (a, b) == (g, p)) for p in spec.labels}
                            for g in spec.labels}  # fmt: skip
-    return scores
-
-
-def regression_scores(gold: Sequence[float], predicted: Sequence[float]) -> dict[str, Any]:
-    """``pearson``, ``spearman`` and ``mse`` of predicted against gold scores (STS-B).
-
-    Raises:
-        ValueError: different lengths, or fewer than two examples.
-    """
-    import numpy as np
-    from scipy.stats import pearsonr, spearmanr
-
-    if len(gold) != len(predicted) or len(gold) < 2:
-        raise ValueError(
-            f"{len(gold)} gold scores and {len(predicted)} predicted: expected the same number, at least two"
-        )
-    g = np.asarray(gold, dtype=np.float64)
-    p = np.asarray(predicted, dtype=np.float64)
-    scores: dict[str, Any] = {"mse": float(np.mean((g - p) ** 2)), "num_examples": len(g)}
-    if np.ptp(g) == 0 or np.ptp(p) == 0:  # a correlation with a constant is undefined
-        scores.update(pearson=0.0, spearman=0.0, constant_predictions=True)
-        return scores
-    scores["pearson"] = float(pearsonr(g, p)[0])
-    scores["spearman"] = float(spearmanr(g, p)[0])
     return scores
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from bioelectra.textio import atomic_write_text
-from downstream.classification import RE_HEADS, EncodedReSplit
+from downstream.classification import RE_HEADS, EncodedReSplit, encode_sentence_pairs, first_output
 from downstream.errors import DownstreamError
 from downstream.glue.analysis import glue_classification_report, glue_errors
 from downstream.glue.card import CARD, card_sections
@@ -38,44 +38,6 @@ logger = logging.getLogger(__name__)
 UNSCORED = (
     "GLUE's test labels are hidden: predictions written in the GLUE server's submission format, not scored"
 )
-
-
-def encode_glue_split(
-    split: GlueSplit, tokenizer, target_of, *, max_seq_length: int, sort_by_length: bool
-) -> EncodedReSplit:
-    """``[CLS] a [SEP]`` or ``[CLS] a [SEP] b [SEP]``, at most ``max_seq_length`` sub-tokens (a pair loses
-    tokens from its longer segment first, ``truncation="longest_first"``); ``labels`` is ``target_of(label)``.
-    With ``sort_by_length`` the features are in length order (``example_index`` maps them back)."""
-    rows, truncated = [], 0
-    for example in split.examples:
-        encoded = tokenizer(
-            example.text_a,
-            example.text_b,
-            truncation="longest_first",
-            max_length=max_seq_length,
-            verbose=False,
-        )
-        if len(encoded["input_ids"]) == max_seq_length:
-            full = tokenizer(example.text_a, example.text_b, truncation=False, verbose=False)
-            truncated += len(full["input_ids"]) > max_seq_length
-        rows.append(
-            {
-                "input_ids": encoded["input_ids"],
-                "token_type_ids": encoded["token_type_ids"],
-                "labels": target_of(example.label),
-            }
-        )
-    order = (
-        sorted(range(len(rows)), key=lambda i: len(rows[i]["input_ids"]))
-        if sort_by_length
-        else list(range(len(rows)))
-    )
-    stats = {
-        "examples": len(rows),
-        "truncated": truncated,
-        "subtokens": sum(len(r["input_ids"]) for r in rows),
-    }
-    return EncodedReSplit(features=[rows[i] for i in order], example_index=order, stats=stats)
 
 
 def _shown(value) -> str:
@@ -219,8 +181,8 @@ class GlueTask(ClassifierTask):
 
     def encode(self, tokenizer, *, max_seq_length: int) -> None:
         for name, split in self.splits.items():
-            self.encoded[name] = encode_glue_split(split, tokenizer, self._target, max_seq_length=max_seq_length,
-                                                   sort_by_length=name != "train")  # fmt: skip
+            self.encoded[name] = encode_sentence_pairs(split.examples, tokenizer, self._target, max_seq_length=max_seq_length,
+                                                       sort_by_length=name != "train")  # fmt: skip
             if self.encoded[name].stats["truncated"]:
                 logger.info("%s: %d of %d examples cut to %d sub-tokens", name, self.encoded[name].stats["truncated"],
                             len(split.examples), max_seq_length)  # fmt: skip
@@ -248,8 +210,7 @@ class GlueTask(ClassifierTask):
     def reduce_logits(self, logits, labels):
         """Class ids (argmax), or STS-B's one output ``(batch,)``."""
         if self.spec.is_regression:
-            logits = logits[0] if isinstance(logits, tuple | list) else logits
-            return logits[..., 0]
+            return first_output(logits, labels)
         return argmax_logits(logits, labels)
 
     def analysis(self, results: dict[str, EvalResult], info: dict[str, Any]) -> tuple[str, str]:

@@ -90,12 +90,16 @@ def evaluate_model(settings: FinetuneSettings) -> dict[str, Any]:
             output = trainer.predict(task.dataset(split))
             seconds[split] = round(time.perf_counter() - started, 2)
             results[split] = evaluator.last
+            if split == "dev":
+                task.adopt_dev_result(results[split])  # e.g. the decision threshold the test set is scored with
             if "test_loss" in output.metrics and results[split].metrics.get("scored", True):  # GLUE's test: no labels
                 results[split].metrics["loss"] = float(output.metrics["test_loss"])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if len(task.dataset("test")):
         task.write_predictions(output_dir / task.predictions_filename, "test", results["test"])
+    if task.dev_predictions_filename and len(task.dataset("dev")):
+        task.write_predictions(output_dir / task.dev_predictions_filename, "dev", results["dev"])
     from downstream.trial.baselines import split_baselines, trial_warnings
 
     baselines = split_baselines(task)

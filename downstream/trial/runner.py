@@ -85,6 +85,8 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
     if dev is None:  # no evaluation happened during training: score dev now
         dev_loss = trainer.evaluate(task.dataset("dev")).get("eval_loss", float("nan"))
         dev = dev_evaluator.last
+    if dev is not None:
+        task.adopt_dev_result(dev)  # what the kept epoch's development result chose (a threshold) scores the test set
     started_test = time.perf_counter()
     test = _predict_test(trainer, task)
     test_seconds = time.perf_counter() - started_test
@@ -98,6 +100,8 @@ def run_trial(settings: FinetuneSettings, task, tokenizer, trial_index: int) -> 
         task.write_predictions(predictions_file, "test", test)
     else:
         predictions_file = None
+    if task.dev_predictions_filename:
+        task.write_predictions(trial_dir / task.dev_predictions_filename, "dev", dev)
     history = trainer.state.log_history
     losses = epoch_losses(history, best_epoch)
     write_trial_analysis(

@@ -1,0 +1,1 @@
+"""The multi-label document-classification task kind (``--loader doc-classification``): abstracts to labels."""

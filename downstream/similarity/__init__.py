@@ -1,0 +1,1 @@
+"""The sentence-similarity task kind (``--loader similarity``): sentence pairs to a similarity score."""
