@@ -189,3 +189,27 @@ def load_json_object(value: str | Path | Mapping | None, *, what: str = "--hpara
     if not isinstance(data, dict):
         raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
     return data, source
+
+
+def value_type_problem(value: Any, annotation: str) -> str | None:
+    """What is wrong with an ``--hparams`` value for a setting of type ``annotation`` (a dataclass field's, as
+    a string: ``int``, ``float | None``, ``dict[str, Any]`` ...): ``"int, got str '32'"``, or ``None`` when it
+    fits. ``float`` takes an int too; ``int`` and ``float`` never take a bool. Pre-training's and fine-tuning's
+    ``--hparams`` both check with it."""
+    allowed = {t.strip() for t in annotation.split("|")}
+    if value is None:
+        return None if "None" in allowed else "a value, not null"
+    checks = {
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "bool": lambda v: isinstance(v, bool),
+        "str": lambda v: isinstance(v, str),
+    }
+    for t in allowed:
+        base = t.split("[")[0]
+        if base == "dict" and isinstance(value, dict):
+            return None
+        if base in checks and checks[base](value):
+            return None
+    expected = " or ".join(sorted(t.split("[")[0].replace("dict", "a JSON object") for t in allowed if t != "None"))
+    return f"{expected}, got {type(value).__name__} {value!r}"

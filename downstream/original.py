@@ -4,8 +4,9 @@
 task of ``task_names`` through this package's trial runner:
 
 - the checkpoint is ``DATA_DIR/models/NAME`` (a TensorFlow or a ``save_pretrained`` directory); when that
-  folder does not exist, ``NAME`` is read as ``finetune --ckpt`` reads it (a shipped model, a size preset,
-  a hub id);
+  folder holds no checkpoint (it does not exist, or holds only the ``results/`` and ``finetuning_models/`` of
+  earlier runs), ``NAME`` is read as ``finetune --ckpt`` reads it (a shipped model, a size preset, a hub id),
+  so the same command run again reads the same checkpoint and reuses its finished trials;
 - a task's data is ``DATA_DIR/finetuning_data/<task>/`` when that folder exists, else the registered
   benchmark of that name; a task name that a task kind claims (its ``original_task_names``: GLUE's ``cola``,
   ``sst``, ``mrpc``, ``sts``, ``qqp``, ``mnli``, ``qnli``, ``rte``) runs that kind, reading that folder in
@@ -39,10 +40,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from bioelectra.hparams import value_type_problem
 from bioelectra.textio import atomic_write_text
 from downstream.kinds import TASKS, task_class
-from downstream.settings import PROTOCOLS
+from downstream.settings import PROTOCOLS, setting_type_problem
 from downstream.task import TaskKind
+
+#: The types of the keys read here that are not ``FinetuneSettings`` fields (``configure_finetuning.py``).
+OTHER_TYPES: dict[str, str] = {"do_train": "bool", "do_eval": "bool", "model_size": "str", "init_checkpoint": "str | None"}
 
 #: ``FinetuningConfig``'s keys that map onto ``FinetuneSettings`` fields.
 MAPPED: dict[str, str] = {
@@ -116,13 +121,21 @@ def parse_original_hparams(hparams: Mapping[str, Any], *, where: str = "--hparam
     """``(task_names, finetune settings, ignored keys)`` of an original ``--hparams`` mapping.
 
     Raises:
-        ValueError: no ``task_names`` (the original requires it), an unknown key, a key this package
-            implements with one value only given another (``do_train: false``), a bad ``model_size``.
+        ValueError: no ``task_names`` (the original requires it), an unknown key, a value of the wrong type
+            (key, value and the type expected named), a key this package implements with one value only given
+            another (``do_train: false``), a bad ``model_size``.
     """
     unknown = sorted(set(hparams) - set(MAPPED) - IGNORED - set(ONLY) - OTHER)
     if unknown:
         valid = sorted(set(MAPPED) | IGNORED | set(ONLY) | OTHER)
         raise ValueError(f"{where}: unknown hparam(s) {unknown} (not in the original configure_finetuning.py: {', '.join(valid)})")
+    for key, value in hparams.items():
+        if key in MAPPED or key in QA_MAPPED:
+            problem = setting_type_problem(MAPPED.get(key, key), value)
+        else:
+            problem = value_type_problem(value, OTHER_TYPES[key]) if key in OTHER_TYPES else None
+        if problem:
+            raise ValueError(f"{where}: hparam {key!r}: expected {problem}")
     for key, value in ONLY.items():
         if key in hparams and hparams[key] != value:
             raise ValueError(f"{where}: {key}={hparams[key]!r} is not supported here (only {key}={value!r})")
@@ -153,8 +166,7 @@ def plan_original_runs(
     from downstream.dataset_specs import DATASETS
 
     tasks, settings, ignored = parse_original_hparams(hparams)
-    model_dir = data_dir / "models" / model_name
-    output_root = output_root or (model_dir if model_dir.is_dir() else data_dir / "models" / model_name)
+    output_root = output_root or data_dir / "models" / model_name  # the original's model_dir: results apart in it
     runs = []
     for task in tasks:
         folder = data_dir / "finetuning_data" / task
@@ -188,6 +200,16 @@ def plan_original_runs(
     if any(set(QA_MAPPED) & set(task_class(run.kind).exclusive_options) for run in runs):
         ignored = {k: v for k, v in ignored.items() if k not in QA_MAPPED}
     return runs, ignored
+
+
+def holds_checkpoint(model_dir: Path) -> bool:
+    """Whether ``model_dir`` (the original's ``DATA_DIR/models/NAME``) holds a checkpoint: a
+    ``save_pretrained`` folder's ``config.json`` or a TensorFlow checkpoint. The original keeps fine-tuning's
+    results apart in that folder (``results/``, ``finetuning_models/``), so a folder with only those is not
+    one."""
+    from bioelectra.tf import is_tf_checkpoint_dir
+
+    return (model_dir / "config.json").is_file() or is_tf_checkpoint_dir(model_dir)
 
 
 def original_task_kind(task: str) -> str | None:
@@ -273,9 +295,10 @@ def run_original_finetuning(
     if hparams.get("do_train", True) is False:
         return _evaluate_original(runs, hparams, settings_class=settings_class, log=log)
     model_dir = data_dir / "models" / model_name
-    ckpt = str(model_dir) if model_dir.is_dir() else model_name
-    if not model_dir.is_dir():
-        log(f"{model_dir} does not exist: reading --model-name {model_name!r} as finetune --ckpt does")
+    ckpt = str(model_dir) if holds_checkpoint(model_dir) else model_name
+    if ckpt == model_name:
+        what = "holds no checkpoint (no config.json, no TensorFlow checkpoint)" if model_dir.is_dir() else "does not exist"
+        log(f"{model_dir} {what}: reading --model-name {model_name!r} as finetune --ckpt does")
     reports = []
     for run in runs:
         checkpoint = resolve_checkpoint(ckpt, run.output_dir)

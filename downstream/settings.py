@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bioelectra.hparams import value_type_problem
 from bioelectra.reporting import check_report_to
 from downstream.errors import DownstreamError
 from downstream.task import KIND_CLASSES, KIND_OWN_OPTIONS
@@ -156,8 +157,10 @@ class FinetuneSettings:
         """Refuse values that would finish with exit 0 and a meaningless result, or crash later.
 
         Raises:
-            ValueError: the option named, with the value and what is expected.
+            ValueError: the option named, with the value and what is expected (a number or flag of the wrong
+                type: the field named, :func:`check_setting_types`).
         """
+        check_setting_types(self)
         checks = [
             (math.isfinite(self.learning_rate) and self.learning_rate > 0, "--learning-rate", "a finite number > 0"),
             (
@@ -239,6 +242,32 @@ class FinetuneSettings:
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
+#: The types a value-typed setting may have (its annotation's parts): the settings checked by type.
+_VALUE_TYPES = frozenset({"int", "float", "bool", "None"})
+
+
+def setting_type_problem(name: str, value: Any) -> str | None:
+    """What is wrong with ``value`` for the number or flag setting ``name`` of :class:`FinetuneSettings`
+    (``"float, got str 'two'"``), ``None`` when it fits or the setting is not a number or flag (those are
+    checked by value). :func:`bioelectra.hparams.value_type_problem` on the field's annotation."""
+    annotation = SETTING_TYPES.get(name)
+    return None if annotation is None else value_type_problem(value, annotation)
+
+
+def check_setting_types(settings: FinetuneSettings) -> None:
+    """Every number and flag of ``settings`` of the type its field says (a str ``"32"`` from a JSON file is
+    not a batch size).
+
+    Raises:
+        ValueError: the field, the value and the type expected.
+    """
+    for name in SETTING_TYPES:
+        value = getattr(settings, name)
+        problem = setting_type_problem(name, value)
+        if problem:
+            raise ValueError(f"{name} {value!r}: expected {problem}")
+
+
 def resolve_precision(precision: str) -> dict[str, bool]:
     """TrainingArguments precision flags: ``auto`` is bf16 where the GPU supports it, fp32 on CPU.
 
@@ -260,6 +289,11 @@ def resolve_precision(precision: str) -> dict[str, bool]:
         return {"bf16": False, "fp16": True}
     raise DownstreamError(f"unknown precision {precision!r}; expected auto, fp32, bf16 or fp16")
 
+
+#: The number and flag fields of :class:`FinetuneSettings` -> their annotation (``"int | None"``).
+SETTING_TYPES: dict[str, str] = {
+    f.name: str(f.type) for f in dataclasses.fields(FinetuneSettings) if {t.strip() for t in str(f.type).split("|")} <= _VALUE_TYPES
+}
 
 #: ``--optimizer`` choices (see :class:`FinetuneSettings`).
 OPTIMIZERS = ("adamw", "electra")

@@ -17,6 +17,7 @@ from bioelectra.hparams import (
     SIZE_DEFAULTS,
     classify_original_hparams,
     load_json_object,
+    value_type_problem,
 )
 from bioelectra.pretraining.compile_options import inductor_options
 from bioelectra.pretraining.step import COMPILE_SCOPES, TRAIN_STEP_MODES
@@ -314,27 +315,6 @@ def split_global_batch(hp: PretrainingHparams, world: int) -> None:
     )
 
 
-def _type_error(name: str, value: Any, annotation: str) -> str | None:
-    """A message when ``value`` does not fit the field's annotation (``int``, ``float | None``, ...)."""
-    allowed = {t.strip() for t in annotation.split("|")}
-    if value is None:
-        return None if "None" in allowed else "a value, not null"
-    checks = {
-        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-        "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-        "bool": lambda v: isinstance(v, bool),
-        "str": lambda v: isinstance(v, str),
-    }
-    for t in allowed:
-        base = t.split("[")[0]
-        if base == "dict" and isinstance(value, dict):
-            return None
-        if base in checks and checks[base](value):
-            return None
-    expected = " or ".join(sorted(t.split("[")[0].replace("dict", "a JSON object") for t in allowed if t != "None"))
-    return f"{expected}, got {type(value).__name__} {value!r}"
-
-
 def resolve_hparams(model_size: str, overrides: Mapping[str, Any] | None = None) -> PretrainingHparams:
     """Defaults, then the size's defaults, then ``overrides``; strict like the original's ``update``.
 
@@ -374,7 +354,7 @@ def resolve_hparams(model_size: str, overrides: Mapping[str, Any] | None = None)
             )
         if name in values:
             raise ValueError(f"hparam {name!r} given twice (as {key!r} and under another name)")
-        problem = _type_error(name, value, str(fields[name]))
+        problem = value_type_problem(value, str(fields[name]))
         if problem:
             raise ValueError(f"hparam {key!r}: expected {problem}")
         values[name] = float(value) if str(fields[name]).startswith("float") and isinstance(value, int) else value

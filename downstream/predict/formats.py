@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bioelectra.corpus import CorpusError, read_pubmed_articles
+from bioelectra.corpus import CorpusError, CorpusStats, read_pubmed_articles
 from bioelectra.textio import BOM, GZIP_ERRORS, decode_utf8, gzip_problem, open_binary, read_bytes
 from downstream.errors import DataFormatError, DownstreamError
 
@@ -135,6 +135,7 @@ def read_documents(
     text_field: str = "text",
     id_field: str = "id",
     document_per_file: bool = False,
+    stats: CorpusStats | None = None,
 ) -> Iterator[Document]:
     """The documents of ``sources`` in order (see the module docstring for the formats and ids).
 
@@ -144,6 +145,7 @@ def read_documents(
         text_field: JSONL field holding the text.
         id_field: JSONL field holding the document id (optional in each record).
         document_per_file: plain text only: each file is one document instead of one per line.
+        stats: filled in place: ``empty_records``, the PubMed articles without title or abstract (no document).
 
     Raises:
         DownstreamError: a missing file, an unknown format.
@@ -154,7 +156,7 @@ def read_documents(
     for source in sources or [STDIN]:
         kind = input_format_for(STDIN if str(source) == STDIN and input_format == "auto" else source, input_format)
         if kind == "pubmed-xml":
-            documents = _pubmed_documents(source)
+            documents = _pubmed_documents(source, stats)
         elif kind == "text" and document_per_file:
             name = _source_name(source)
             text = decode_utf8(_source_bytes(source), name, error=DataFormatError)
@@ -262,13 +264,13 @@ def _tsv_documents(lines: Iterable[tuple[int, str]], name: str) -> Iterator[Docu
         yield Document(row["index"] if row.get("index") else f"{name}:{lineno}", row["sentence"])
 
 
-def _pubmed_documents(source: str | os.PathLike) -> Iterator[Document]:
+def _pubmed_documents(source: str | os.PathLike, stats: CorpusStats | None = None) -> Iterator[Document]:
     name = _source_name(source)
     handle = io.BytesIO(_source_bytes(source)) if str(source) == STDIN else None
     if handle is None and not Path(source).is_file():
         _source_bytes(source)  # raises the missing-file error
     try:
-        for number, (pmid, lines) in enumerate(read_pubmed_articles(name, handle=handle), start=1):
+        for number, (pmid, lines) in enumerate(read_pubmed_articles(name, handle=handle, stats=stats), start=1):
             yield Document(pmid or f"{name}:{number}", "\n".join(lines))
     except CorpusError as exc:
         raise DataFormatError(str(exc)) from None

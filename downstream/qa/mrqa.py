@@ -8,7 +8,10 @@ then one JSON object per line, a context and its questions::
 
 ``char_spans`` are character offsets into ``context`` with an INCLUSIVE end (``context[start:end + 1]``).
 Every span of every detected answer becomes a training answer ``(text, start)`` (the first one is trained
-on, as the original ELECTRA code does); the scoring answers are the question's ``answers`` (what MRQA's
+on, as the original ELECTRA code does). A span must hold its answer's ``text`` (case aside): one that does
+not is moved to the nearest occurrence of the text, as the SQuAD reader moves an ``answer_start``
+(:func:`downstream.qa.data.locate_answer`; counted in ``num_relocated``), or dropped when the text is not in
+the context (``num_dropped``; a question left without an answer is removed, ``dropped_example_ids``); the scoring answers are the question's ``answers`` (what MRQA's
 official ``mrqa_official_eval.py`` reads), else the detected answers' texts. MRQA has no unanswerable
 questions (SQuAD 1.1 scoring: exact match and token F1, max over the answers, SQuAD's normalisation).
 
@@ -27,7 +30,7 @@ from typing import Any
 
 from bioelectra.textio import read_text
 from downstream.errors import DataFormatError
-from downstream.qa.data import QaExample, QaSplit, _get
+from downstream.qa.data import QaExample, QaSplit, _get, locate_answer
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +43,11 @@ def is_mrqa_name(path: str | os.PathLike) -> bool:
     return str(path).endswith(MRQA_SUFFIXES)
 
 
-def _answers(qa: dict, context: str, path: Path, where: str) -> list[tuple[str, int]]:
+def _answers(qa: dict, context: str, path: Path, where: str, counts: dict[str, int]) -> list[tuple[str, int]]:
     """The ``(text, start)`` training answers of one MRQA question: every char span of every detected answer
-    (inclusive ends), in file order, without repeats.
+    (inclusive ends), in file order, without repeats; a span that does not hold the answer's text (case
+    aside) moved to the text's nearest occurrence (``counts["relocated"]``) or dropped when the text is not in
+    the context (``counts["dropped"]``).
 
     Raises:
         DataFormatError: missing / mistyped fields, a span that is not ``[start, end]`` with
@@ -54,7 +59,7 @@ def _answers(qa: dict, context: str, path: Path, where: str) -> list[tuple[str, 
         raise DataFormatError(f"{path}: {where}.detected_answers: empty (expected at least one answer with char_spans)")
     for n, answer in enumerate(detected):
         where_n = f"{where}.detected_answers[{n}]"
-        _get(answer, "text", str, path, where_n)
+        text = _get(answer, "text", str, path, where_n)
         spans = _get(answer, "char_spans", list, path, where_n)
         for s, span in enumerate(spans):
             ok = isinstance(span, list) and len(span) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in span)
@@ -64,13 +69,24 @@ def _answers(qa: dict, context: str, path: Path, where: str) -> list[tuple[str, 
                     f"(the context's length; end inclusive), got {span!r:.60}"
                 )
             pair = (context[span[0] : span[1] + 1], span[0])
+            if text.strip() and pair[0].casefold() != text.casefold():
+                found = locate_answer(context, text, span[0])
+                if found is None:
+                    counts["dropped"] += 1
+                    logger.debug("%s: %s.char_spans[%d]: %r is not in the context; dropped", path, where_n, s, text[:60])
+                    continue
+                counts["relocated"] += 1
+                logger.debug("%s: %s.char_spans[%d] reads %r, not %r; moved to %d", path, where_n, s, pair[0][:60], text[:60], found)
+                pair = (context[found : found + len(text)], found)
             if pair not in answers:
                 answers.append(pair)
     return answers
 
 
-def _paragraph_examples(paragraph: Any, path: Path, lineno: int, seen: dict[str, str]) -> list[QaExample]:
-    """The examples of one MRQA line (a context and its questions); ``seen``: question id -> where first seen."""
+def _paragraph_examples(paragraph: Any, path: Path, lineno: int, seen: dict[str, str], counts: dict[str, int],
+                        dropped_ids: list[str]) -> list[QaExample]:  # fmt: skip
+    """The examples of one MRQA line (a context and its questions); ``seen``: question id -> where first seen;
+    ``counts`` and ``dropped_ids`` (questions left without an answer) filled in place."""
     where = f"line {lineno}"
     context = _get(paragraph, "context", str, path, where)
     examples = []
@@ -81,7 +97,10 @@ def _paragraph_examples(paragraph: Any, path: Path, lineno: int, seen: dict[str,
             raise DataFormatError(f"{path}: {where_q}: duplicate qid {qid!r} (first at {seen[qid]})")
         seen[qid] = where_q
         question = _get(qa, "question", str, path, where_q)
-        answers = _answers(qa, context, path, where_q)
+        answers = _answers(qa, context, path, where_q, counts)
+        if not answers:
+            dropped_ids.append(qid)
+            continue
         scored = _get(qa, "answers", list, path, where_q, default=None)
         if scored is not None and not all(isinstance(a, str) for a in scored):
             raise DataFormatError(f"{path}: {where_q}.answers: expected a list of strings")
@@ -103,6 +122,8 @@ def read_mrqa_file(path: str | os.PathLike) -> QaSplit:
     text = read_text(path, error=DataFormatError)
     examples: list[QaExample] = []
     seen: dict[str, str] = {}
+    counts = {"relocated": 0, "dropped": 0}
+    dropped_ids: list[str] = []
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
@@ -112,11 +133,21 @@ def read_mrqa_file(path: str | os.PathLike) -> QaSplit:
             raise DataFormatError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno}); expected one MRQA object per line") from None
         if isinstance(paragraph, dict) and "header" in paragraph:
             continue
-        examples.extend(_paragraph_examples(paragraph, path, lineno, seen))
-    if not examples:
+        examples.extend(_paragraph_examples(paragraph, path, lineno, seen, counts, dropped_ids))
+    if not examples and not dropped_ids:
         raise DataFormatError(f"{path}: no questions found; expected a header line, then one {{\"context\", \"qas\"}} object per line")
-    logger.info("%s: %d MRQA questions", path, len(examples))
-    return QaSplit(path, examples, False, len(examples))
+    questions = len(examples) + len(dropped_ids)
+    logger.info("%s: %d MRQA questions", path, questions)
+    if counts["relocated"] or counts["dropped"]:
+        logger.warning(
+            "%s: %d questions: %d answers relocated (char_spans not on their text), %d dropped (text not in the "
+            "context), %d questions removed for lack of an answer",
+            path, questions, counts["relocated"], counts["dropped"], len(dropped_ids),
+        )  # fmt: skip
+    if not examples:
+        raise DataFormatError(f"{path}: no question has an answer in its context ({len(dropped_ids)} questions; the "
+                              "detected_answers' texts are not in the contexts)")  # fmt: skip
+    return QaSplit(path, examples, False, questions, counts["relocated"], counts["dropped"], dropped_ids)
 
 
 def read_qa_file(path: str | os.PathLike, *, golden: dict[str, list[str]] | None = None) -> QaSplit:
