@@ -30,7 +30,8 @@ from downstream.errors import DatasetUnavailableError, DownstreamError
 from downstream.kinds import TASKS, task_class
 from downstream.literature import Literature, load_literature
 from downstream.registry import get_spec
-from downstream.settings import FinetuneSettings, protocol_settings
+from downstream.report_text import limited_run_note
+from downstream.settings import FinetuneSettings, protocol_settings, run_limits
 
 logger = logging.getLogger(__name__)
 
@@ -253,17 +254,20 @@ def build_report(base: FinetuneSettings, rows: list[dict[str, Any]], missing: di
             row["literature"][metric] = {k: dataclasses.asdict(f) for k, f in literature.lookup(row["dataset"], metric).items()}
     used_models = [m for m in literature.models if any(m["key"] in r["literature"][metric] for r in rows for metric in r["literature"])]
     used_sources = sorted({f["source"] for r in rows for figures in r["literature"].values() for f in figures.values()})
+    limits = run_limits(base)
     return {
         "checkpoint": base.checkpoint_name or base.checkpoint,
         "suite": suite,
         "protocol": protocol or "default",
         "protocol_source": PROTOCOLS[protocol or "default"]["source"],
         "num_trials": base.num_trials,
+        "limits": limits,
         "rows": rows,
         "missing": missing,
         "models": used_models,
         "sources": {k: literature.sources[k] for k in used_sources},
-        "blurb_average": blurb_averages(rows, used_models),
+        # a limited run's scores are not averaged beside the published ones
+        "blurb_average": {} if limits else blurb_averages(rows, used_models),
     }
 
 
@@ -310,10 +314,15 @@ def format_benchmark_markdown(report: dict[str, Any]) -> str:
     average, the missing datasets and the sources."""
     models = report["models"]
     marks = {key: i for i, key in enumerate(report["sources"], start=1)}
+    limits = report.get("limits") or {}
+    protocol = (f"Protocol `{report['protocol']}` cut to {limits['max_steps']} optimizer steps per trial"
+                if "max_steps" in limits else f"Protocol: {report['protocol_source']}")  # fmt: skip
     lines = [
-        f"# Benchmark of `{report['checkpoint']}`: suite {report['suite']}, protocol `{report['protocol']}`",
+        f"# Benchmark of `{report['checkpoint']}`: suite {report['suite']}, protocol `{report['protocol']}`"
+        + (", a limited run" if limits else ""),
         "",
-        f"Protocol: {report['protocol_source']}. {report['num_trials']} seeded trial(s) per dataset (GAD: per fold); "
+        *([limited_run_note(limits), ""] if limits else []),
+        f"{protocol}. {report['num_trials']} seeded trial(s) per dataset (GAD: per fold); "
         "ours: mean ± sample std (ddof=1) over the trials, percent; published: test figures as printed, the "
         "source in the footnote. Splits, pre-processing and protocols differ between sources (see the notes).",
         "",
@@ -383,7 +392,8 @@ def plot_benchmark(report: dict[str, Any], output_dir: Path) -> Path | None:
     ax.set_xticklabels([f"{r['dataset']}\n({metric})" for r, metric in rows], fontsize=8)
     ax.set_ylabel("test score (%)")
     ax.set_ylim(0, 100)
-    ax.set_title(f"{report['checkpoint']} against published figures (protocol {report['protocol']})", fontsize=10)
+    limited = "LIMITED RUN, not comparable: " if report.get("limits") else ""
+    ax.set_title(f"{limited}{report['checkpoint']} against published figures (protocol {report['protocol']})", fontsize=10)
     ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.16))  # below: never over a bar
     fig.tight_layout()
     ax.grid(axis="y", alpha=0.3)

@@ -1,5 +1,6 @@
 """The text blocks every kind's trial analysis shares (``classification_report.txt``): the precision /
-recall / F1 / support table, the split titles and the best-epoch line."""
+recall / F1 / support table, the split titles and the best-epoch line; and the note that marks a limited
+run's reports (:func:`limited_run_note`)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,22 @@ def epoch_lines(info: dict[str, Any]) -> str:
         " after the previous evaluation up to this one, '-' when it logged none; validation loss: the\n"
         " development loss of that evaluation)"
     )
+
+
+def limited_run_note(limits: dict[str, int]) -> str:
+    """The Markdown line that opens every report of a limited run (``limits``:
+    :func:`downstream.settings.run_limits`), empty for a full run: the options, what each cut, and that the
+    scores are not comparable with published figures."""
+    from downstream.settings import LIMIT_OPTIONS
+
+    if not limits:
+        return ""
+    what = {
+        "max_steps": "each trial stopped after {} optimizer steps, whatever its epochs",
+        "max_train_examples": "trained on the first {} training examples only",
+        "max_eval_examples": "dev and test scored on their first {} examples only",
+    }
+    options = ", ".join(f"{LIMIT_OPTIONS[k]} {v}" for k, v in limits.items())
+    cuts = "; ".join(what[k].format(v) for k, v in limits.items())
+    return (f"**Limited run** ({options}): {cuts}. A smoke test, not a result: its scores are not comparable "
+            "with published figures or with full runs.")

@@ -290,6 +290,20 @@ def resolve_precision(precision: str) -> dict[str, bool]:
     raise DownstreamError(f"unknown precision {precision!r}; expected auto, fp32, bf16 or fp16")
 
 
+#: The settings that make a run a limited (smoke) run, each with its command-line option: a run with any of
+#: them set is not a result comparable with published figures, and every file it writes says so.
+LIMIT_OPTIONS: dict[str, str] = {
+    "max_steps": "--max-steps", "max_train_examples": "--max-train-examples", "max_eval_examples": "--max-eval-examples",
+}  # fmt: skip
+
+
+def run_limits(settings: FinetuneSettings) -> dict[str, int]:
+    """The limits ``settings`` set (:data:`LIMIT_OPTIONS`: ``max_steps`` > 0, ``max_train_examples`` /
+    ``max_eval_examples`` given), by field name; empty for a full run."""
+    values = {name: getattr(settings, name) for name in LIMIT_OPTIONS}
+    return {name: v for name, v in values.items() if v is not None and not (name == "max_steps" and v <= 0)}
+
+
 #: The number and flag fields of :class:`FinetuneSettings` -> their annotation (``"int | None"``).
 SETTING_TYPES: dict[str, str] = {
     f.name: str(f.type) for f in dataclasses.fields(FinetuneSettings) if {t.strip() for t in str(f.type).split("|")} <= _VALUE_TYPES

@@ -9,6 +9,10 @@ Format (the shared task's ``train.txt`` / ``test.txt``): one token per line, ``w
 separated by single spaces, a blank line between sentences. Tags are IOB2 already (``B-NP``, ``I-NP``,
 ``O``); every chunk type must be one of the shared task's eleven (:data:`CHUNK_TYPES`).
 
+A file of another shape (two or four columns, tab-separated) is named at its first line that does not fit,
+with what was expected, when the folder is read as CoNLL-2000 (``--dataset chunk``) and when it is laid out
+as one (a training file and one of dev / test) but read as nothing else.
+
 Splits: the shared task has a training and a test file only. The original ELECTRA code reads
 ``finetuning_data/chunk/(train|dev).txt`` with the test file in place of ``dev.txt`` and reports that set; a
 folder with ``train.txt`` and only one of ``dev.txt`` / ``test.txt`` is read the same way here, the missing
@@ -40,6 +44,17 @@ CHUNK_SOURCE = (
 )
 
 _EXPECTED = "'word POS chunk-tag' (3 space-separated columns, CoNLL-2000)"
+
+
+def line_shape_problem(line: str) -> str | None:
+    """What keeps a non-blank line from the CoNLL-2000 shape (three non-empty columns separated by single
+    spaces, no tab): ``"got a tab in ..."``, ``"got 2 column(s) in ..."``; ``None`` when it fits."""
+    if "\t" in line:
+        return f"got a tab in {line[:60]!r}"
+    columns = line.split(" ")
+    if len(columns) != 3 or not all(columns):
+        return f"got {len(line.split())} column(s) in {line[:60]!r}"
+    return None
 
 
 def is_conll2000_file(path: str | Path) -> bool:
@@ -93,9 +108,10 @@ def read_conll2000_file(path: str | Path, *, chunk_types: tuple[str, ...] = CHUN
                 sentences.append(Sentence(tuple(words), tuple(tags), start))
             words, tags = [], []
             continue
+        problem = line_shape_problem(line)
+        if problem:
+            raise DataFormatError(f"{path}:{lineno}: expected {_EXPECTED}, {problem}")
         columns = line.split(" ")
-        if len(columns) != 3 or not all(columns):
-            raise DataFormatError(f"{path}:{lineno}: expected {_EXPECTED}, got {len(line.split())} column(s) in {line[:60]!r}")
         tag = columns[2]
         try:
             prefix, chunk_type = parse_tag(tag)
@@ -119,19 +135,25 @@ def read_conll2000_file(path: str | Path, *, chunk_types: tuple[str, ...] = CHUN
     return NerSplit(path=path, sentences=sentences)
 
 
-def find_chunk_files(folder: str | Path) -> tuple[dict[str, Path], dict[str, str]] | None:
+def find_chunk_files(folder: str | Path, *, chunking: bool = False) -> tuple[dict[str, Path], dict[str, str]] | None:
     """The split files of a CoNLL-2000 folder, or ``None`` when ``folder``'s training file is not in the
-    CoNLL-2000 format (another reader's folder).
+    CoNLL-2000 format (another reader's folder) and ``chunking`` is false.
 
     ``train`` is required; ``dev`` and ``test`` (``dev.txt`` / ``devel.txt``, ``test.txt``; ``.gz`` accepted):
     when only one is there, the other split is the same file, as the original ELECTRA code evaluates
     chunking on the test set given as ``dev.txt``.
+
+    Args:
+        folder: the data folder.
+        chunking: the folder must be CoNLL-2000 (``--dataset chunk``): a training file of another shape is an
+            error at its first line that does not fit.
 
     Returns:
         ``({"train", "dev", "test"}: path, notes)`` where ``notes`` says, per split, which file stands in.
 
     Raises:
         DatasetUnavailableError: a CoNLL-2000 training file but neither a dev nor a test file.
+        DataFormatError: ``chunking`` and a training file that is not CoNLL-2000 (file, line, what was expected).
     """
     from downstream.registry import SPLIT_SUFFIXES, find_named_splits
 
@@ -139,7 +161,11 @@ def find_chunk_files(folder: str | Path) -> tuple[dict[str, Path], dict[str, str
     if not folder.is_dir():
         return None
     found = find_named_splits(folder, SPLIT_SUFFIXES)
-    if "train" not in found or not is_conll2000_file(found["train"]):
+    if "train" not in found:
+        return None
+    if not is_conll2000_file(found["train"]):
+        if chunking:
+            read_conll2000_file(found["train"])  # raises at the first line that does not fit
         return None
     notes: dict[str, str] = {}
     if "dev" not in found and "test" not in found:
@@ -168,15 +194,34 @@ def read_tagging_file(path: str | Path, *, iob1_policy: str = "repair", entity_t
     return read_ner_file(path, iob1_policy=iob1_policy, entity_type=entity_type)
 
 
-def find_tagging_files(folder: str | Path) -> dict[str, Path]:
+def find_tagging_files(folder: str | Path, *, chunking: bool = False) -> dict[str, Path]:
     """The split files of a NER-kind folder: a CoNLL-2000 folder's (:func:`find_chunk_files`: a missing dev
     or test split is the other one's file), else ``train`` / ``dev`` / ``test`` as
     :func:`downstream.registry.find_split_files` finds them.
 
-    Raises:
-        DatasetUnavailableError: a missing folder or split file (what was expected listed).
-    """
-    from downstream.registry import find_split_files
+    Args:
+        folder: the data folder.
+        chunking: the folder must be CoNLL-2000 (``--dataset chunk``, :func:`find_chunk_files`).
 
-    chunk = find_chunk_files(folder)
-    return chunk[0] if chunk is not None else find_split_files(Path(folder))
+    Raises:
+        DatasetUnavailableError: a missing folder or split file (what was expected listed; for a folder laid out
+            as CoNLL-2000, a training file and one of dev / test, also the first line of the training file that
+            is not CoNLL-2000).
+        DataFormatError: ``chunking`` and a training file that is not CoNLL-2000.
+    """
+    from downstream.registry import SPLIT_SUFFIXES, find_named_splits, find_split_files
+
+    chunk = find_chunk_files(folder, chunking=chunking)
+    if chunk is not None:
+        return chunk[0]
+    try:
+        return find_split_files(Path(folder))
+    except DatasetUnavailableError as exc:
+        found = find_named_splits(Path(folder), SPLIT_SUFFIXES) if Path(folder).is_dir() else {}
+        if "train" not in found or ("dev" in found) == ("test" in found):
+            raise
+        try:  # laid out as CoNLL-2000: say why it is not read as such
+            read_conll2000_file(found["train"])
+        except DataFormatError as problem:
+            raise DatasetUnavailableError(f"{exc}; nor is it a CoNLL-2000 chunking folder: {problem}") from None
+        raise

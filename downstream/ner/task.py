@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any, ClassVar
 
+from downstream.dataset_specs import CHUNK_DATASETS
 from downstream.errors import DownstreamError
 from downstream.ner.analysis import ner_classification_report, ner_errors
 from downstream.ner.card import CARD, card_info, card_sections
@@ -285,7 +286,8 @@ class NerTask(ClassifierTask):
         Raises:
             DownstreamError: neither is given, or the files are missing.
         """
-        return locate_task_files(settings, cls.kind, find_tagging_files)
+        chunking = settings.dataset in CHUNK_DATASETS  # the folder must be CoNLL-2000, and is told so if not
+        return locate_task_files(settings, cls.kind, lambda folder: find_tagging_files(folder, chunking=chunking))
 
     @classmethod
     def options(cls, settings) -> dict[str, Any]:

@@ -13,8 +13,9 @@ from typing import Any
 
 from bioelectra.textio import atomic_write_text
 from downstream.errors import DownstreamError
-from downstream.kinds import prepare_task, task_class
-from downstream.settings import FinetuneSettings
+from downstream.kinds import TASKS, prepare_task, task_class
+from downstream.report_text import limited_run_note
+from downstream.settings import FinetuneSettings, run_limits
 from downstream.task import EvalResult
 
 logger = logging.getLogger(__name__)
@@ -55,18 +56,61 @@ def model_kind(model_dir: Path) -> str:
     raise DownstreamError(f"--model {model_dir}: architectures {config.get('architectures')} are not a task kind's; pass --loader")
 
 
+#: What a model of each ``ARCHITECTURE_KINDS`` family is, in words.
+MODEL_FAMILY_WORDS = {"ner": "a token classification model", "re": "a sequence classification model", "qa": "a question answering model"}
+
+
+def kind_family(kind: str) -> str:
+    """The ``ARCHITECTURE_KINDS`` family of the models task kind ``kind`` trains: its class's
+    ``model_class_name`` (``AutoModelForTokenClassification`` -> ``ner``), else sequence classification
+    (``re``: the kinds that choose their head per run, RE, yes/no, GLUE)."""
+    name = getattr(task_class(kind), "model_class_name", None)
+    if isinstance(name, str):
+        for suffix, family in ARCHITECTURE_KINDS.items():
+            if name.endswith(suffix):
+                return family
+    return "re"
+
+
+def check_model_fits_kind(model_dir: Path, kind: str) -> None:
+    """Refuse a saved model of another family than the models task kind ``kind`` trains (a NER model on a QA
+    set), before any data is read or folder made. A folder without ``config.json`` or architectures is left to
+    the loaders' own messages.
+
+    Raises:
+        DownstreamError: the model's architecture and family, the kind asked for, and the kinds that fit.
+    """
+    config_file = Path(model_dir) / "config.json"
+    try:
+        architectures = json.loads(config_file.read_text(encoding="utf-8")).get("architectures") or []
+    except (OSError, ValueError, AttributeError):
+        return
+    for arch in architectures:
+        family = next((f for suffix, f in ARCHITECTURE_KINDS.items() if str(arch).endswith(suffix)), None)
+        if family is None or family == kind_family(kind):
+            continue
+        fitting = " / ".join(f"--loader {k}" for k in TASKS if kind_family(k) == family)
+        raise DownstreamError(
+            f"--model {model_dir} is {MODEL_FAMILY_WORDS[family]} ({arch}), and --loader {kind} scores "
+            f"{MODEL_FAMILY_WORDS[kind_family(kind)]} on its data: pass {fitting} with data of that kind, or a model "
+            f"fine-tuned with --loader {kind}"
+        )
+
+
 def evaluate_model(settings: FinetuneSettings) -> dict[str, Any]:
     """Score the saved model ``settings.checkpoint`` on the dev and test splits of ``settings``' data and
     write ``results.json`` (``dev`` and ``test`` blocks with a trial's keys), ``results.md`` and the test
     predictions under ``settings.output_dir``.
 
     Raises:
-        DownstreamError: a folder that is not a fine-tuned model, labels that do not match the data's
-            (both sets listed), missing data.
+        DownstreamError: a folder that is not a fine-tuned model, a model of another family than the task
+            kind's (:func:`check_model_fits_kind`), labels that do not match the data's (both sets listed),
+            missing data.
     """
     from downstream.trial.trainer import build_trainer
 
     model_dir = Path(settings.checkpoint)
+    check_model_fits_kind(model_dir, settings.task)
     kind_class = task_class(settings.task)
     labels = model_labels(model_dir) if getattr(kind_class, "has_labels", True) else []
     task, tokenizer = prepare_task(settings, labels=labels)
@@ -112,6 +156,7 @@ def evaluate_model(settings: FinetuneSettings) -> dict[str, Any]:
         "f1_name": task.f1_name,
         "trial_metrics": list(task.trial_metrics),
         "counts": task.counts(),
+        "limits": run_limits(settings),
         "dev": results["dev"].metrics,
         "test": results["test"].metrics,
         "seconds": seconds,
@@ -154,9 +199,11 @@ def format_evaluation(report: dict[str, Any]) -> str:
         return "-" if v is None else f"{100 * v:.2f}"
 
     names = report.get("trial_metrics") or EVALUATION_METRICS
+    limited = limited_run_note(report.get("limits") or {})
     lines = [
         f"# {report['dataset']}: {report['task'].upper()} evaluation of `{report['model']}` (no training)",
         "",
+        *([limited, ""] if limited else []),
         f"Metrics in percent; {report.get('metric_mode') or ''}.",
         "",
         "| split | " + " | ".join(_title(n) for n in names) + " |",

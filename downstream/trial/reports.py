@@ -11,7 +11,8 @@ from typing import Any
 from bioelectra.textio import atomic_write_text
 from downstream.errors import DownstreamError
 from downstream.registry import get_spec
-from downstream.settings import STD_DDOF, FinetuneSettings
+from downstream.report_text import limited_run_note
+from downstream.settings import STD_DDOF, FinetuneSettings, run_limits
 from downstream.trial.baselines import baseline_cell, baseline_classes, split_baselines, warning_lines
 
 
@@ -40,6 +41,7 @@ def write_reports(settings: FinetuneSettings, task, counts, records) -> dict[str
         "f1_name": task.f1_name,
         "labels": task.labels,
         "settings": settings.to_json(),
+        "limits": run_limits(settings),
         "count_columns": [list(c) for c in task.count_columns],
         "counts": counts,
         "num_trials": len(records),
@@ -150,9 +152,11 @@ def task_title(report: dict[str, Any]) -> str:
 
 def format_markdown(report: dict[str, Any]) -> str:
     """``results.md``: per-trial dev/test entity-level P/R/F1 (percent) and the mean ± std over trials."""
+    limited = limited_run_note(report.get("limits") or {})
     lines = [
         f"# {report['dataset']}: {task_title(report)} fine-tuning, {report['num_trials']} trial(s)",
         "",
+        *([limited, ""] if limited else []),
         f"Checkpoint `{report['checkpoint']}`. Metrics in percent; {report.get('metric_mode') or ''}. "
         f"Std is the sample standard deviation (ddof={report['std_ddof']}).",
         "",
