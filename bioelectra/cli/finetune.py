@@ -358,8 +358,8 @@ def run_finetuning(
         typer.Option(
             "--model-name",
             "--model_name",
-            help="The checkpoint DATA_DIR/models/<model-name>; if that folder does not exist, a --ckpt name "
-            "(bioelectra-mini, electra-small, ...).",
+            help="The checkpoint DATA_DIR/models/<model-name>; if that folder holds no checkpoint (results go "
+            "there too), a --ckpt name (bioelectra-mini, electra-small, ...).",
         ),
     ],
     hparams: Annotated[

@@ -94,6 +94,21 @@ def bounded_workers(num_workers: int, cores: int) -> int:
     return cores
 
 
+def _skip_written(documents, skipped: int, sink, sources: Sequence[str | Path]) -> None:
+    """Consume the first ``skipped`` of ``documents``, those a killed run of this command wrote to ``sink``.
+
+    Raises:
+        DataFormatError: the inputs have fewer documents than that.
+    """
+    seen = 0
+    for document in itertools.islice(documents, skipped):
+        sink.note_skipped(document)
+        seen += 1
+    if seen < skipped:
+        raise DataFormatError(f"{', '.join(map(str, sources)) or STDIN}: {seen} documents, fewer than the {skipped} "
+                              "the partial output of this command holds; delete it to start again")  # fmt: skip
+
+
 def _output_for(output_format: str, output: str | Path | None, stdout: TextIO | None, fingerprint: dict, overwrite: bool):
     header = HEADERS[output_format]() if output_format in HEADERS else ""
     footer = FOOTERS.get(output_format, "")
@@ -187,13 +202,7 @@ def predict_files(
     try:
         documents = read_documents(sources, input_format=input_format, text_field=text_field, id_field=id_field,
                                    document_per_file=document_per_file, stats=stats)  # fmt: skip
-        seen = 0
-        for document in itertools.islice(documents, skipped):
-            sink.note_skipped(document)
-            seen += 1
-        if seen < skipped:
-            raise DataFormatError(f"{', '.join(map(str, sources)) or STDIN}: {seen} documents, fewer than the {skipped} "
-                                  "the partial output of this command holds; delete it to start again")  # fmt: skip
+        _skip_written(documents, skipped, sink, sources)
         if progress is not None and skipped:
             progress(skipped)
         for done, rendered in rendered_chunks(spec, documents, output_format=output_format, num_workers=num_workers,
