@@ -148,6 +148,12 @@ def test_a_failed_predict_run_leaves_nothing_and_its_fix_runs(ner_model, tmp_pat
     junk = tmp_path / "junk.txt"
     junk.write_bytes(b"\xff\xfe\x00\x81" * 8)
     fails_clearly(app, ["predict", "--model", ner_model, "--device", "cpu", junk, "-o", out], "expected UTF-8")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    fails_clearly(app, ["predict", "--model", ner_model, "--device", "cpu", empty, "-o", out], "empty input")
+    no_articles = tmp_path / "none.xml"
+    no_articles.write_text("<PubmedArticleSet></PubmedArticleSet>")
+    fails_clearly(app, ["predict", "--model", ner_model, "--device", "cpu", no_articles, "-o", out], "empty input")
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
     result = runner.invoke(app, [str(a) for a in [*base, "--text-field", "abstract"]])
     assert result.exit_code == 0, result.output
@@ -172,6 +178,13 @@ def test_a_partial_run_of_another_command_says_how_to_start_over(ner_model, tmp_
                          "--overwrite", str(partial), str(ledger))  # fmt: skip
     assert "run the same command" not in text
     result = runner.invoke(app, [str(a) for a in [*args, "--overwrite"]])
+    assert result.exit_code == 0, result.output
+    assert "3 documents" in result.output and _leftovers(tmp_path) == []
+    # a killed run that wrote no document yet holds nothing to keep: another command just starts
+    partial.write_text("")
+    ledger.write_text(json.dumps({"documents": 0, "bytes": 0, "fingerprint": fingerprint}))
+    out.unlink()
+    result = runner.invoke(app, [str(a) for a in args])
     assert result.exit_code == 0, result.output
     assert "3 documents" in result.output and _leftovers(tmp_path) == []
 
@@ -215,6 +228,15 @@ def test_a_tab_separated_ner_folder_is_still_read_as_ner(tmp_path):
     assert find_tagging_files(FIXTURES / "ner-tiny")["dev"].name.startswith("devel")
     with pytest.raises(DataFormatError, match=r"train.tsv:1: expected 'word POS chunk-tag'"):
         find_tagging_files(FIXTURES / "ner-tiny", chunking=True)
+    partial = tmp_path / "ner"
+    partial.mkdir()
+    for name in ("train.tsv", "devel.tsv"):
+        shutil.copy(FIXTURES / "ner-tiny" / name, partial / name)
+    from downstream.errors import DatasetUnavailableError
+
+    with pytest.raises(DatasetUnavailableError, match="missing test.tsv") as info:
+        find_tagging_files(partial)  # a NER folder short of a split: no word of CoNLL-2000
+    assert "CoNLL-2000" not in str(info.value)
 
 
 # --- 7. evaluate: a model of one kind on data of another -------------------------------------------------------

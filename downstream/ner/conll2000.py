@@ -11,7 +11,7 @@ separated by single spaces, a blank line between sentences. Tags are IOB2 alread
 
 A file of another shape (two or four columns, tab-separated) is named at its first line that does not fit,
 with what was expected, when the folder is read as CoNLL-2000 (``--dataset chunk``) and when it is laid out
-as one (a training file and one of dev / test) but read as nothing else.
+as one (``train.txt`` and one of dev / test) but read as nothing else.
 
 Splits: the shared task has a training and a test file only. The original ELECTRA code reads
 ``finetuning_data/chunk/(train|dev).txt`` with the test file in place of ``dev.txt`` and reports that set; a
@@ -205,8 +205,8 @@ def find_tagging_files(folder: str | Path, *, chunking: bool = False) -> dict[st
 
     Raises:
         DatasetUnavailableError: a missing folder or split file (what was expected listed; for a folder laid out
-            as CoNLL-2000, a training file and one of dev / test, also the first line of the training file that
-            is not CoNLL-2000).
+            as CoNLL-2000, ``train.txt`` and one of dev / test, also the first line of the training file that is
+            not CoNLL-2000).
         DataFormatError: ``chunking`` and a training file that is not CoNLL-2000.
     """
     from downstream.registry import SPLIT_SUFFIXES, find_named_splits, find_split_files
@@ -218,7 +218,8 @@ def find_tagging_files(folder: str | Path, *, chunking: bool = False) -> dict[st
         return find_split_files(Path(folder))
     except DatasetUnavailableError as exc:
         found = find_named_splits(Path(folder), SPLIT_SUFFIXES) if Path(folder).is_dir() else {}
-        if "train" not in found or ("dev" in found) == ("test" in found):
+        named = "train" in found and found["train"].name.endswith((".txt", ".txt.gz"))
+        if not named or ("dev" in found) == ("test" in found):
             raise
         try:  # laid out as CoNLL-2000: say why it is not read as such
             read_conll2000_file(found["train"])

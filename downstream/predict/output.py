@@ -128,7 +128,7 @@ class FileOutput:
                 folder cannot be written (``--output`` named, not the hidden partial file).
         """
         ledger = _read_ledger(self.ledger)
-        if ledger is not None and self.partial.is_file():
+        if ledger is not None and ledger["documents"] > 0 and self.partial.is_file():  # none written: nothing to keep
             if _same_command(ledger, self.fingerprint, self.ledger, [self.partial, self.ledger], overwrite=self.overwrite):
                 size = int(ledger.get("bytes", -1))
                 if 0 <= size <= self.partial.stat().st_size:
@@ -218,7 +218,9 @@ class BratOutput:
             self._made = _make_folder(self.folder)
         except OSError as exc:
             raise _cannot_write(self.folder, self.folder, exc) from None
-        if ledger is None or not _same_command(ledger, self.fingerprint, self.ledger, [self.ledger], overwrite=self.overwrite):
+        if not ledger or ledger["documents"] == 0:  # none written: nothing to keep
+            return 0
+        if not _same_command(ledger, self.fingerprint, self.ledger, [self.ledger], overwrite=self.overwrite):
             return 0
         self.documents = ledger["documents"]
         return self.documents
