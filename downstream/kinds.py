@@ -11,6 +11,7 @@ from downstream.checkpoints import check_max_seq_length, load_tokenizer
 from downstream.doc_classification.task import DocClassificationTask
 from downstream.errors import DownstreamError
 from downstream.glue.task import GlueTask
+from downstream.linking.task import LinkingTask
 from downstream.ner.task import NerTask
 from downstream.qa.task import QaTask
 from downstream.relation.task import ReTask
@@ -18,7 +19,9 @@ from downstream.similarity.task import SimilarityTask
 from downstream.yesno.task import YesNoTask
 
 #: Task kind (``--loader``) -> its class.
-TASKS: dict[str, type] = {cls.kind: cls for cls in (NerTask, ReTask, QaTask, YesNoTask, GlueTask, SimilarityTask, DocClassificationTask)}
+TASKS: dict[str, type] = {
+    cls.kind: cls for cls in (NerTask, ReTask, QaTask, YesNoTask, GlueTask, SimilarityTask, DocClassificationTask, LinkingTask)
+}
 
 
 def task_class(kind: str) -> type:

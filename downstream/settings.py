@@ -27,7 +27,7 @@ STD_DDOF = 1
 
 #: Settings that only some task kinds read. Each kind names those it reads (its ``own_options``); the
 #: fingerprint leaves out the others, so changing another kind's option never invalidates finished trials.
-KIND_OPTIONS = ("fold", "re_head", "iob1_policy", "dev_fraction", "dev_split_seed", "double_unordered")
+KIND_OPTIONS = ("fold", "re_head", "iob1_policy", "dev_fraction", "dev_split_seed", "double_unordered", "linker")
 
 
 #: The QA settings' defaults (added after NER / RE runs were made: left out of fingerprints when default).
@@ -110,6 +110,8 @@ class FinetuneSettings:
             code's ``double_unordered``, on by default there and here: the published ELECTRA GLUE scores were
             made with it, and a paraphrase or similarity pair means the same in either order). The other
             tasks and kinds ignore it.
+        linker: entity linking: the linker of ``--loader linking`` (``sparse``: TF-IDF over character n-grams,
+            :mod:`downstream.linking.sparse`). The other kinds ignore it.
     """
 
     task: str
@@ -152,6 +154,7 @@ class FinetuneSettings:
     null_window_fraction: float = QA_DEFAULTS["null_window_fraction"]
     report_to: str = "none"
     double_unordered: bool = True
+    linker: str = "sparse"
 
     def __post_init__(self) -> None:
         """Refuse values that would finish with exit 0 and a meaningless result, or crash later.

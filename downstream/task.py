@@ -105,6 +105,11 @@ class Task(Protocol):
             ``tag``; its front-matter metrics; its results-table metrics. ``card_sections(settings, labels,
             f1_name)`` gives its usage, labels, limits and scores texts.
 
+    A kind without a Trainer model (entity linking) has a classmethod ``run_trials(settings, *, summarize)``
+    that runs its trials and writes its reports itself; ``downstream.trial.runner.run_trials`` hands such a
+    run to it, with the runner's summary over trials (``downstream.trial.reports.summarize``, which a kind
+    cannot import: the reports import the table of kinds).
+
     Instance attributes: ``labels``, ``f1_name``, ``metric_mode``, ``model_class_name``. A kind whose datasets
     differ in their metrics or prediction file (GLUE) sets ``headline_metrics``, ``report_metrics``,
     ``trial_metrics``, ``table_metrics`` and ``predictions_filename`` on the instance too.

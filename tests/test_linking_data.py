@@ -49,7 +49,8 @@ def test_bc5cdr_reader_types_composites_relations_and_cuiless():
 @pytest.mark.parametrize(
     ("ids", "expected"),
     [("D001|OMIM:123", (("D001", "123"), "|")), ("D004829+D003294", (("D004829", "D003294"), "+")),
-     (" MESH:C123 ", (("C123",), "")), ("OMIM:106210 ", (("106210",), "")), ("-1", ((), ""))],
+     (" MESH:C123 ", (("C123",), "")), ("OMIM:106210 ", (("106210",), "")), ("-1", ((), "")),
+     ("D002544|-1", (("D002544", "-1"), "|"))],
 )  # fmt: skip
 def test_concept_ids_prefixes_spaces_and_separators(ids, expected):
     assert parse_concept_ids(ids, "f:1") == expected
@@ -138,6 +139,8 @@ def test_queries_dictionary_and_dropped_cuiless():
     assert dropped == 1 and [q.parts for q in kept] == [("tremor",)]  # the CUI-less (-1) mention dropped
     kept, dropped = linkable(cdr, build_dictionary(concepts[:-1]))  # a dictionary without Tremor
     assert (kept, dropped) == ([], 2)
+    composite = Query("1", 0, 1, "a and b", ("a", "b"), ("D014202", "-1"), "Disease")  # a part without a concept
+    assert linkable([composite], dictionary) == ([], 1) and linkable([composite], None) == ([], 1)
 
 
 def test_accuracy_at_k_biosyn_rules():

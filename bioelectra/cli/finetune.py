@@ -32,6 +32,11 @@ class Loader(StrEnum):
     glue = "glue"
     similarity = "similarity"
     doc_classification = "doc-classification"
+    linking = "linking"
+
+
+class Linker(StrEnum):
+    sparse = "sparse"
 
 
 class Precision(StrEnum):
@@ -59,15 +64,15 @@ class Iob1Policy(StrEnum):
 #: The options of ``finetune`` (their declarations, so the command's signature stays one line each).
 _FinetuneLoader = Annotated[
     Loader,
-    typer.Option(help="Task kind: 'ner' (token classification), 're' (relation extraction), 'qa' (extractive question answering, SQuAD format), 'yesno' (yes/no/maybe question answering: PubMedQA, BioASQ yes/no), 'glue' (GLUE's sentence (pair) classification and STS-B regression), 'similarity' (sentence-pair similarity scores: BIOSSES) or 'doc-classification' (multi-label classification of sentence-split abstracts: HoC)."),
+    typer.Option(help="Task kind: 'ner' (token classification), 're' (relation extraction), 'qa' (extractive question answering, SQuAD format), 'yesno' (yes/no/maybe question answering: PubMedQA, BioASQ yes/no), 'glue' (GLUE's sentence (pair) classification and STS-B regression), 'similarity' (sentence-pair similarity scores: BIOSSES), 'doc-classification' (multi-label classification of sentence-split abstracts: HoC) or 'linking' (entity linking of gold mentions to MeSH / OMIM ids)."),
 ]
 _FinetuneDataset = Annotated[
     str | None,
-    typer.Option(help="Benchmark name from the registry (e.g. ncbi-disease, bc5cdr-chem, chemprot, gad, covid-qa, biosses, hoc); --loader glue: cola, sst-2, mrpc, sts-b, qqp, mnli, mnli-mm, qnli, rte, wnli (or the original's sst, sts)."),
+    typer.Option(help="Benchmark name from the registry (e.g. ncbi-disease, bc5cdr-chem, chemprot, gad, covid-qa, biosses, hoc); --loader glue: cola, sst-2, mrpc, sts-b, qqp, mnli, mnli-mm, qnli, rte, wnli (or the original's sst, sts); --loader linking: ncbi-disease, bc5cdr-disease, bc5cdr-chemical."),
 ]
 _FinetuneDataDir = Annotated[
     Path | None,
-    typer.Option("--data-dir", "--data_dir", help="Local folder with train.tsv, devel.tsv (or dev.tsv) and test.tsv (QA: train.json, dev.json, test.json, or one SQuAD JSON file split by document; GLUE: a task folder in GLUE's layout, test.tsv optional); overrides the registry."),
+    typer.Option("--data-dir", "--data_dir", help="Local folder with train.tsv, devel.tsv (or dev.tsv) and test.tsv (QA: train.json, dev.json, test.json, or one SQuAD JSON file split by document; GLUE: a task folder in GLUE's layout, test.tsv optional; linking: the folder holding ncbi-disease/, bc5cdr/ and medic/); overrides the registry."),
 ]
 _FinetuneCkpt = Annotated[
     str,
@@ -164,6 +169,10 @@ _FinetuneFolds = Annotated[
     str | None,
     typer.Option(help="RE: 'all' runs every fold folder and reports the mean over folds; or a list like '1,2,3'."),
 ]
+_FinetuneLinker = Annotated[
+    Linker | None,
+    typer.Option(help="--loader linking: the linker, 'sparse' (TF-IDF over character n-grams of the dictionary's names; no model, no training). Default sparse."),
+]
 _FinetuneReHead = Annotated[
     ReHead,
     typer.Option("--re-head", "--re_head", help="RE, yes/no and GLUE classifier head: 'electra' (dropout + linear over [CLS], ELECTRA's) or 'hf' (ElectraClassificationHead)."),
@@ -249,6 +258,7 @@ def finetune(
     null_score_threshold: _FinetuneNullScoreThreshold = None,
     null_window_fraction: _FinetuneNullWindowFraction = None,
     double_unordered: _FinetuneDoubleUnordered = None,
+    linker: _FinetuneLinker = None,
     hp_search: _FinetuneHpSearch = None,
     report_to: _FinetuneReportTo = "none",
     find_lr: _FinetuneFindLr = False,
@@ -277,7 +287,7 @@ def finetune(
         "per_device_train_batch_size": batch_size, "per_device_eval_batch_size": eval_batch_size,
         "max_seq_length": max_seq_length, "warmup_ratio": warmup_ratio, "weight_decay": weight_decay,
         "layerwise_lr_decay": layerwise_lr_decay, "optimizer": optimizer.value if optimizer else None,
-        "dropout": dropout, "doc_stride": doc_stride, "max_query_length": max_query_length,
+        "dropout": dropout, "doc_stride": doc_stride, "max_query_length": max_query_length, "linker": linker and linker.value,
         "max_answer_length": max_answer_length, "n_best_size": n_best_size, "metric": metric,
         "null_score_threshold": null_score_threshold, "null_window_fraction": null_window_fraction, "double_unordered": double_unordered,
     }  # fmt: skip

@@ -12,7 +12,8 @@ Format (both corpora; NCBI-disease: Doğan, Leaman & Lu, JBI 2014; BC5CDR: Li et
 Offsets are 0-based, end exclusive, over ``title + " " + abstract``. ``<ids>``: MeSH ``D...`` / ``C...``,
 OMIM as ``OMIM:n`` (NCBI-disease), a few ``MESH:`` prefixes, several concepts joined by ``|`` (alternatives,
 or BC5CDR's composite mentions, which then carry a 7th column with the individual mentions joined by ``|``),
-NCBI-disease's composite mentions joined by ``+``; ``-1`` is a mention without a concept (CUI-less).
+NCBI-disease's composite mentions joined by ``+``; ``-1`` is a mention without a concept (CUI-less), and
+inside a list a part without one (BC5CDR dev: ``D002544|-1``).
 
 Quirks handled, each checked on the files (``../shared/data/SOURCES.md``, section 13): an empty first line;
 ids with stray spaces (``\\t D008661``, ``OMIM:106210 ``); a mention column with trailing spaces (its
@@ -53,7 +54,8 @@ class Mention:
         start, end: character offsets over ``title + " " + abstract`` (end exclusive).
         text: the mention as written (stripped).
         entity_type: the corpus' type (``SpecificDisease``, ``Modifier``..., ``Disease``, ``Chemical``).
-        concept_ids: its concept ids, prefixes removed, in file order; ``()`` for a CUI-less mention (``-1``).
+        concept_ids: its concept ids, prefixes removed, in file order; ``()`` for a CUI-less mention (``-1``);
+            a composite's part without a concept keeps ``-1`` in its place.
         id_separator: how the file joined several ids: ``"|"``, ``"+"`` (NCBI-disease's composites) or ``""``.
         parts: BC5CDR's individual mentions of a composite mention (7th column), else ``()``.
         line: the 1-based line of the file it came from.
@@ -92,7 +94,8 @@ def parse_concept_ids(field_text: str, where: str) -> tuple[tuple[str, ...], str
         where: ``file:line`` for the error.
 
     Returns:
-        ``(ids, separator)``: ids without ``MESH:`` / ``OMIM:`` prefixes and spaces; ``((), "")`` for ``-1``.
+        ``(ids, separator)``: ids without ``MESH:`` / ``OMIM:`` prefixes and spaces; ``((), "")`` for ``-1``
+        alone; ``-1`` kept in a list (``D002544|-1`` -> ``("D002544", "-1")``).
 
     Raises:
         DataFormatError: an empty id, or one that is neither MeSH, OMIM nor ``-1`` (the value named).
@@ -107,7 +110,7 @@ def parse_concept_ids(field_text: str, where: str) -> tuple[tuple[str, ...], str
         for prefix in ("MESH:", "OMIM:"):
             if concept_id.upper().startswith(prefix):
                 concept_id = concept_id[len(prefix):].strip()
-        if not CONCEPT_ID.fullmatch(concept_id):
+        if not CONCEPT_ID.fullmatch(concept_id) and not (concept_id == CUI_LESS and separator):
             raise DataFormatError(
                 f"{where}: concept id {raw!r} in {field_text!r}: expected a MeSH id (D... / C..., optionally "
                 f"MESH:), OMIM:<number>, several joined by '|' or '+', or {CUI_LESS} (no concept)"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from downstream.linking.corpus import CUI_LESS
 from downstream.linking.preprocess import Query, normalize
 from downstream.linking.vocabulary import Concept
 
@@ -72,13 +73,15 @@ def add_queries(dictionary: Dictionary, queries: Iterable[Query]) -> None:
         dictionary.add(query.name, query.concept_ids, readable=query.text)
 
 
-def linkable(queries: Iterable[Query], dictionary: Dictionary) -> tuple[list[Query], int]:
-    """The queries whose gold ids are all in ``dictionary`` (BioSyn's ``--remove_cuiless``; CUI-less mentions
-    have none and are dropped), and how many were dropped."""
-    known = dictionary.id_set()
+def linkable(queries: Iterable[Query], dictionary: Dictionary | None) -> tuple[list[Query], int]:
+    """The queries whose gold ids are all in ``dictionary`` (BioSyn's ``--remove_cuiless``: a CUI-less mention,
+    or a composite with a CUI-less part, is dropped too), and how many were dropped. ``dictionary`` ``None``:
+    only the CUI-less ones are dropped (no vocabulary to check against)."""
+    known = dictionary.id_set() if dictionary is not None else None
     kept, dropped = [], 0
     for query in queries:
-        if query.concept_ids and set(query.concept_ids) <= known:
+        ids = set(query.concept_ids)
+        if ids and CUI_LESS not in ids and (known is None or ids <= known):
             kept.append(query)
         else:
             dropped += 1

@@ -13,8 +13,8 @@ import numpy as np
 #: BioSyn's character n-gram range (``SparseEncoder``).
 BIOSYN_NGRAM_RANGE = (1, 2)
 
-#: Queries scored at a time (a block of ``(chunk, num_names)`` float32 scores: 512 x 80,000 is 160 MB).
-CHUNK = 512
+#: Queries scored at a time (a block of ``(chunk, num_names)`` float32 scores: 256 x 80,000 is 80 MB).
+CHUNK = 256
 
 
 class SparseLinker:
@@ -33,8 +33,12 @@ class SparseLinker:
         self.name_vectors = self.vectorizer.fit_transform(names)  # (num_names, num_ngrams), L2-normalised rows
 
     def scores(self, texts: list[str]) -> np.ndarray:
-        """Cosine of each text's vector with each name's: ``(len(texts), num_names)`` float32 in [0, 1]."""
-        return (self.vectorizer.transform(texts) @ self.name_vectors.T).toarray()
+        """Cosine of each text's vector with each name's: ``(len(texts), num_names)`` float32 in [0, 1].
+
+        The names' sparse matrix times the texts' dense vectors: the scores are dense anyway (every name shares
+        a character with every text), and this product is 2-4 times faster than a sparse-sparse one."""
+        texts_dense = self.vectorizer.transform(texts).toarray()  # (len(texts), num_ngrams)
+        return np.ascontiguousarray((self.name_vectors @ texts_dense.T).T)  # (len(texts), num_names)
 
     def search(self, texts: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest names of each text, best first: ``(indices, scores)``, each ``(len(texts), k)``."""

@@ -35,7 +35,7 @@ from typing import Any
 
 from bioelectra.textio import atomic_write_text
 from downstream.errors import DownstreamError
-from downstream.kinds import prepare_task
+from downstream.kinds import prepare_task, task_class
 from downstream.options import check_kind_metric
 from downstream.settings import (
     STD_DDOF,
@@ -221,6 +221,9 @@ def run_trials(settings: FinetuneSettings) -> dict[str, Any]:
         DownstreamError: bad data, missing dataset, unusable checkpoint.
     """
     check_kind_metric(settings.task, settings.metric)
+    own_trials = getattr(task_class(settings.task), "run_trials", None)
+    if own_trials is not None:  # a kind without a Trainer model (entity linking) runs its own trials
+        return own_trials(settings, summarize=summarize)
     check_layerwise_lr_decay(settings.layerwise_lr_decay)
     output_dir = Path(settings.output_dir)
     if output_dir.exists() and not output_dir.is_dir():

@@ -1,0 +1,187 @@
+"""A linking run (``finetune --loader linking``): the benchmark read and preprocessed once, the dictionaries
+built, the linker chosen on the development set and scored on the test set, the reports written.
+
+Protocol (BioSyn's, ``dmis-lab/BioSyn`` ``preprocess/README.md`` and ``eval.py``; see
+:mod:`downstream.linking.preprocess`): the development queries are linked against the vocabulary plus the
+training mentions, the test queries against the vocabulary plus the training and development mentions;
+mentions whose ids the dictionary lacks are dropped (their number is reported); accuracy@1 and @5 over the
+remaining gold mentions, every occurrence counted.
+
+The sparse linker (:mod:`downstream.linking.sparse`) has no weights and no seed: its character n-gram range
+is chosen on the development set among :data:`SPARSE_NGRAM_RANGES` (BioSyn's ``(1, 2)`` first; a tie keeps
+the earlier), and one deterministic trial is run.
+
+Written to ``output_dir``: ``results.json`` and ``results.md`` (settings, counts, per-trial dev / test
+metrics, the summary), ``trial-<i>/test_predictions.tsv`` (each query's top-5 names and ids) and
+``trial-<i>/errors.tsv`` (each wrong test mention: the mention, the gold concept, the predicted concept, their
+names and the score).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bioelectra.textio import atomic_write_text
+from downstream.linking.corpus import read_corpus
+from downstream.linking.dictionary import Dictionary, add_queries, build_dictionary, linkable
+from downstream.linking.metrics import REPORTED_K, accuracy_at_k, is_correct
+from downstream.linking.preprocess import Query, document_queries, read_typos
+from downstream.linking.spec import LinkingSpec, data_root, linking_spec, locate
+from downstream.linking.vocabulary import read_medic
+
+logger = logging.getLogger(__name__)
+
+#: The character n-gram ranges the sparse linker tries on the development set (BioSyn's first).
+SPARSE_NGRAM_RANGES = ((1, 2), (1, 3), (2, 3), (2, 4))
+
+#: Candidates kept per query (the largest k reported).
+NUM_CANDIDATES = max(REPORTED_K)
+
+
+@dataclass
+class LinkingData:
+    """A benchmark ready to link: the queries of each split (linkable ones), the dictionaries, the counts."""
+
+    spec: LinkingSpec
+    queries: dict[str, list[Query]]
+    dictionaries: dict[str, Dictionary]
+    counts: dict[str, dict[str, Any]]
+
+
+def load_linking_data(dataset: str, data_dir: Path | None, *, max_eval_examples: int | None = None) -> LinkingData:
+    """Read, preprocess and count ``dataset`` (module docstring).
+
+    Raises:
+        DownstreamError: unknown dataset; DatasetUnavailableError: files missing; DataFormatError: a bad line.
+    """
+    spec = linking_spec(dataset)
+    files = locate(spec, data_root(data_dir))
+    typos = read_typos(files["typos"]) if "typos" in files else None
+    concepts = read_medic(files["vocabulary"]) if "vocabulary" in files else []
+    raw = {
+        split: document_queries(read_corpus(files[split], entity_type=spec.entity_type), typos=typos)
+        for split in ("train", "dev", "test")
+    }
+    # BioSyn's chain: train filtered by the vocabulary's dictionary; dev by that plus the kept training mentions;
+    # test by that plus the kept development mentions. Without a vocabulary (chemicals), the dictionary is the
+    # annotations' own: every training and development mention with an id adds its name.
+    vocabulary = build_dictionary(concepts)
+    queries, dropped = {}, {}
+    queries["train"], dropped["train"] = linkable(raw["train"], vocabulary if concepts else None)
+    dev_dictionary = vocabulary.copy()
+    add_queries(dev_dictionary, queries["train"])
+    queries["dev"], dropped["dev"] = linkable(raw["dev"], dev_dictionary)
+    test_dictionary = dev_dictionary.copy()
+    add_queries(test_dictionary, queries["dev"] if concepts else linkable(raw["dev"], None)[0])
+    queries["test"], dropped["test"] = linkable(raw["test"], test_dictionary)
+    dictionaries = {"train": vocabulary if concepts else dev_dictionary, "dev": dev_dictionary, "test": test_dictionary}
+    counts = {}
+    for split in ("train", "dev", "test"):
+        if split != "train" and max_eval_examples is not None:
+            queries[split] = queries[split][:max_eval_examples]
+        kept = queries[split]
+        counts[split] = {
+            "file": str(files[split]), "mentions": len(raw[split]), "queries": len(kept), "dropped": dropped[split],
+            "composite": sum(len(q.parts) > 1 for q in kept), "dictionary_names": len(dictionaries[split]),
+            "dictionary_concepts": len(dictionaries[split].id_set()),
+        }  # fmt: skip
+    return LinkingData(spec=spec, queries=queries, dictionaries=dictionaries, counts=counts)
+
+
+@dataclass
+class Linked:
+    """The linking of one split's queries: per query, per part, the candidates (dictionary indices and
+    scores, best first), and the metrics."""
+
+    queries: list[Query]
+    indices: list[list[list[int]]]
+    scores: list[list[list[float]]]
+    metrics: dict[str, float]
+
+
+def link_queries(search, queries: list[Query], dictionary: Dictionary, k: int = NUM_CANDIDATES) -> Linked:
+    """Link every part of ``queries`` with ``search(texts, k) -> (indices, scores)`` (a linker's ``search``)
+    and score them (:func:`downstream.linking.metrics.accuracy_at_k`)."""
+    texts = [part for q in queries for part in q.parts]
+    found_indices, found_scores = search(texts, k)
+    indices, scores, i = [], [], 0
+    for q in queries:
+        n = len(q.parts)
+        indices.append(found_indices[i : i + n].tolist())
+        scores.append(found_scores[i : i + n].tolist())
+        i += n
+    candidates = [[[dictionary.concept_ids[j] for j in part] for part in parts] for parts in indices]
+    return Linked(queries=queries, indices=indices, scores=scores, metrics=accuracy_at_k(queries, candidates))
+
+
+def write_predictions(path: Path, linked: Linked, dictionary: Dictionary) -> None:
+    """``test_predictions.tsv``: per query part, ``pmid, start, end, mention, part, gold ids, correct@1``, then
+    the ranked candidates as ``ids:name:score``."""
+    lines = ["pmid\tstart\tend\tmention\tpart\tgold_ids\tcorrect_at_1\tcandidates"]
+    for q, parts, scores in zip(linked.queries, linked.indices, linked.scores, strict=True):
+        for text, cand, score in zip(q.parts, parts, scores, strict=True):
+            ok = is_correct(dictionary.concept_ids[cand[0]], q.concept_ids)
+            shown = " ; ".join(f"{'|'.join(dictionary.concept_ids[j])}:{dictionary.names[j]}:{s:.4f}" for j, s in zip(cand, score, strict=True))
+            lines.append(f"{q.pmid}\t{q.start}\t{q.end}\t{q.text}\t{text}\t{'|'.join(q.concept_ids)}\t{int(ok)}\t{shown}")
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def write_errors(path: Path, linked: Linked, dictionary: Dictionary) -> int:
+    """``errors.tsv``: each query part whose first candidate is wrong: the mention and part, the gold concept(s)
+    and their names, the predicted concept(s), the dictionary name matched, their names and the score.
+
+    Returns:
+        The number of wrong parts written.
+    """
+    name = dictionary.preferred
+    lines = ["pmid\tstart\tend\tmention\tpart\tgold_ids\tgold_names\tpredicted_ids\tpredicted_names\tmatched_name\tscore"]
+    for q, parts, scores in zip(linked.queries, linked.indices, linked.scores, strict=True):
+        for text, cand, score in zip(q.parts, parts, scores, strict=True):
+            predicted = dictionary.concept_ids[cand[0]]
+            if is_correct(predicted, q.concept_ids):
+                continue
+            lines.append("\t".join([
+                q.pmid, str(q.start), str(q.end), q.text, text, "|".join(q.concept_ids),
+                " | ".join(name.get(c, "?") for c in q.concept_ids), "|".join(predicted),
+                " | ".join(name.get(c, "?") for c in predicted), dictionary.names[cand[0]], f"{score[0]:.4f}",
+            ]))  # fmt: skip
+    atomic_write_text(path, "\n".join(lines) + "\n")
+    return len(lines) - 1
+
+
+def run_sparse(settings, data: LinkingData) -> list[dict[str, Any]]:
+    """The sparse linker's one trial: the n-gram range chosen on dev, then the test set (module docstring)."""
+    from downstream.linking.sparse import SparseLinker
+
+    started = time.perf_counter()
+    tried = []
+    for ngram_range in SPARSE_NGRAM_RANGES:
+        linker = SparseLinker(data.dictionaries["dev"].names, ngram_range=ngram_range)
+        dev = link_queries(linker.search, data.queries["dev"], data.dictionaries["dev"])
+        tried.append({"ngram_range": list(ngram_range), "dev": dev.metrics})
+        logger.info("sparse, character %d-%d-grams: dev accuracy@1 %.4f", *ngram_range, dev.metrics["accuracy_at_1"])
+    best = max(range(len(tried)), key=lambda i: (tried[i]["dev"]["accuracy_at_1"], -i))
+    ngram_range = SPARSE_NGRAM_RANGES[best]
+    dev_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    linker = SparseLinker(data.dictionaries["test"].names, ngram_range=ngram_range)
+    test = link_queries(linker.search, data.queries["test"], data.dictionaries["test"])
+    test_seconds = time.perf_counter() - started
+    trial_dir = Path(settings.output_dir) / "trial-0"
+    trial_dir.mkdir(parents=True, exist_ok=True)
+    write_predictions(trial_dir / "test_predictions.tsv", test, data.dictionaries["test"])
+    errors = write_errors(trial_dir / "errors.tsv", test, data.dictionaries["test"])
+    record = {
+        "trial_index": 0, "seed": "-", "best_epoch": None, "linker": "sparse", "ngram_range": list(ngram_range),
+        "selection": tried, "dev": tried[best]["dev"], "test": test.metrics, "test_errors": errors,
+        "dev_seconds": round(dev_seconds, 2), "test_seconds": round(test_seconds, 2),
+        "test_queries_per_second": round(len(test.queries) / test_seconds, 1) if test_seconds else None,
+        "predictions_file": str(trial_dir / "test_predictions.tsv"), "errors_file": str(trial_dir / "errors.tsv"),
+    }  # fmt: skip
+    atomic_write_text(trial_dir / "trial.json", json.dumps(record, indent=2))
+    return [record]
