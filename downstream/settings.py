@@ -111,7 +111,8 @@ class FinetuneSettings:
             made with it, and a paraphrase or similarity pair means the same in either order). The other
             tasks and kinds ignore it.
         linker: entity linking: the linker of ``--loader linking`` (``sparse``: TF-IDF over character n-grams,
-            :mod:`downstream.linking.sparse`). The other kinds ignore it.
+            :mod:`downstream.linking.sparse`; ``dense``: a bi-encoder trained from the checkpoint,
+            :mod:`downstream.linking.dense`). The other kinds ignore it.
     """
 
     task: str

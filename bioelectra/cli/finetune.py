@@ -37,6 +37,7 @@ class Loader(StrEnum):
 
 class Linker(StrEnum):
     sparse = "sparse"
+    dense = "dense"
 
 
 class Precision(StrEnum):
@@ -171,7 +172,7 @@ _FinetuneFolds = Annotated[
 ]
 _FinetuneLinker = Annotated[
     Linker | None,
-    typer.Option(help="--loader linking: the linker, 'sparse' (TF-IDF over character n-grams of the dictionary's names; no model, no training). Default sparse."),
+    typer.Option(help="--loader linking: the linker, 'sparse' (TF-IDF over character n-grams of the dictionary's names; no model, no training) or 'dense' (a bi-encoder trained from --ckpt by SapBERT's self-alignment, its score added to the sparse one as BioSyn does; --trials seeded trainings). Default sparse."),
 ]
 _FinetuneReHead = Annotated[
     ReHead,

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bioelectra.textio import atomic_write_text
 from downstream.linking.corpus import read_corpus
 from downstream.linking.dictionary import Dictionary, add_queries, build_dictionary, linkable
@@ -185,3 +187,87 @@ def run_sparse(settings, data: LinkingData) -> list[dict[str, Any]]:
     }  # fmt: skip
     atomic_write_text(trial_dir / "trial.json", json.dumps(record, indent=2))
     return [record]
+
+
+def _search_weights(linker, texts: list[str], weights, k: int) -> dict[float, tuple[np.ndarray, np.ndarray]]:
+    """The ``k`` best names of ``texts`` under ``dense + w * sparse`` for each ``w`` of ``weights``, each score
+    block computed once."""
+    from downstream.linking.metrics import top_k
+    from downstream.linking.sparse import CHUNK
+
+    found: dict[float, list] = {w: [] for w in weights}
+    for i in range(0, len(texts), CHUNK):
+        chunk = texts[i : i + CHUNK]
+        dense = linker.encoder.embed(chunk) @ linker.name_embeddings.T  # (chunk, num_names)
+        sparse = linker.sparse.scores(chunk)  # (chunk, num_names)
+        for w in weights:
+            found[w].append(top_k(dense + w * sparse, k))
+    return {w: (np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks])) for w, blocks in found.items()}
+
+
+def _fixed_search(found: tuple[np.ndarray, np.ndarray]):
+    """A ``search`` that returns already found candidates (the texts are those they were found for)."""
+    return lambda texts, k: (found[0][:, :k], found[1][:, :k])
+
+
+def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
+    """``settings.num_trials`` seeded trials of the dense linker (:mod:`downstream.linking.dense`): trial ``i``
+    trains from ``settings.checkpoint`` with seed ``settings.seed + i``, chooses the sparse weight on dev,
+    scores test and saves the linker in ``trial-<i>/linker/`` (:func:`downstream.linking.saved.save_linker`)."""
+    import torch
+
+    from downstream.linking.dense import (
+        SPARSE_WEIGHTS,
+        DenseEncoder,
+        HybridLinker,
+        train_encoder,
+        training_pairs,
+    )
+    from downstream.linking.saved import save_linker
+    from downstream.linking.sparse import BIOSYN_NGRAM_RANGE, SparseLinker
+
+    records = []
+    dev_dictionary, test_dictionary = data.dictionaries["dev"], data.dictionaries["test"]
+    for trial_index in range(settings.num_trials):
+        seed = settings.seed + trial_index
+        torch.manual_seed(seed)
+        encoder = DenseEncoder(str(settings.checkpoint))
+        pairs = training_pairs(data.dictionaries["train"], data.queries["train"], seed=seed)
+        started = time.perf_counter()
+        trained = train_encoder(encoder, pairs, seed=seed, learning_rate=settings.learning_rate,
+                                batch_size=settings.per_device_train_batch_size, num_epochs=settings.num_train_epochs,
+                                max_steps=settings.max_steps, weight_decay=settings.weight_decay)  # fmt: skip
+        train_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        linker = HybridLinker(encoder, dev_dictionary.names, SparseLinker(dev_dictionary.names, ngram_range=BIOSYN_NGRAM_RANGE))
+        texts = [part for q in data.queries["dev"] for part in q.parts]
+        found = _search_weights(linker, texts, SPARSE_WEIGHTS, NUM_CANDIDATES)
+        tried = [{"sparse_weight": w, "dev": link_queries(_fixed_search(found[w]), data.queries["dev"], dev_dictionary).metrics}
+                 for w in SPARSE_WEIGHTS]  # fmt: skip
+        best = max(range(len(tried)), key=lambda i: (tried[i]["dev"]["accuracy_at_1"], -i))
+        weight = SPARSE_WEIGHTS[best]
+        dev_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        # the test dictionary is the development one with the development mentions' names after it
+        extra = test_dictionary.names[len(dev_dictionary) :]
+        embeddings = np.concatenate([linker.name_embeddings, encoder.embed(extra)]) if extra else linker.name_embeddings
+        test_linker = HybridLinker(encoder, test_dictionary.names, SparseLinker(test_dictionary.names, ngram_range=BIOSYN_NGRAM_RANGE),
+                                   sparse_weight=weight, name_embeddings=embeddings)  # fmt: skip
+        test = link_queries(test_linker.search, data.queries["test"], test_dictionary)
+        test_seconds = time.perf_counter() - started
+        trial_dir = Path(settings.output_dir) / f"trial-{trial_index}"
+        trial_dir.mkdir(parents=True, exist_ok=True)
+        write_predictions(trial_dir / "test_predictions.tsv", test, test_dictionary)
+        errors = write_errors(trial_dir / "errors.tsv", test, test_dictionary)
+        record = {
+            "trial_index": trial_index, "seed": seed, "best_epoch": None, "linker": "dense",
+            "method": "SapBERT self-alignment (multi-similarity loss), BioSyn hybrid score",
+            "training_pairs": len(pairs), **trained, "sparse_weight": weight, "ngram_range": list(BIOSYN_NGRAM_RANGE),
+            "selection": tried, "dev": tried[best]["dev"], "test": test.metrics, "test_errors": errors,
+            "train_seconds": round(train_seconds, 2), "dev_seconds": round(dev_seconds, 2), "test_seconds": round(test_seconds, 2),
+            "predictions_file": str(trial_dir / "test_predictions.tsv"), "errors_file": str(trial_dir / "errors.tsv"),
+        }  # fmt: skip
+        record["linker_dir"] = str(save_linker(trial_dir / "linker", test_linker, test_dictionary, data.spec, record))
+        atomic_write_text(trial_dir / "trial.json", json.dumps(record, indent=2))
+        records.append(record)
+    return records

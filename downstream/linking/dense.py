@@ -1,0 +1,216 @@
+"""The dense linker: a bi-encoder trained by SapBERT's self-alignment (Liu et al., NAACL 2021, "Self-Alignment
+Pretraining for Biomedical Entity Representations"; ``cambridgeltl/sapbert`` ``src/metric_learning.py``),
+its score added to the sparse one as BioSyn does (Sung et al., ACL 2020, section 3.3).
+
+- **Encoder**: the checkpoint's encoder (``AutoModel``), a name's embedding its ``[CLS]`` vector (SapBERT's
+  ``agg_mode="cls"``), names cut to :data:`MAX_NAME_TOKENS` sub-tokens (SapBERT and BioSyn: 25).
+- **Training pairs** (:func:`training_pairs`): SapBERT aligns synonyms of one concept; here each dictionary
+  name is paired with another name of one of its concepts (drawn with the trial's seed), and each training
+  mention with a name of its gold concept (the mentions BioSyn trains on). A batch of ``B`` pairs is ``2B``
+  names labelled by concept.
+- **Loss** (:func:`multi_similarity_loss`): the multi-similarity loss (Wang et al., CVPR 2019, eq. 10) over
+  the cosine similarities of the batch, on the pairs SapBERT's triplet miner keeps (``TripletMarginMiner``,
+  margin 0.2, ``type_of_triplets="all"``); SapBERT's constants ``alpha=1, beta=60, base=0.5``
+  (``losses.MultiSimilarityLoss(alpha=1, beta=60, base=0.5)``).
+- **Score**: ``dense + sparse_weight * sparse`` (BioSyn's ``hybrid`` score mode; BioSyn learns
+  ``sparse_weight``, here it is chosen on the development set among :data:`SPARSE_WEIGHTS`), both cosines.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Sequence
+
+import numpy as np
+
+from downstream.linking.dictionary import Dictionary
+from downstream.linking.preprocess import Query
+
+logger = logging.getLogger(__name__)
+
+#: Sub-tokens kept of a name (SapBERT's and BioSyn's ``max_length``).
+MAX_NAME_TOKENS = 25
+
+#: SapBERT's multi-similarity constants and miner margin (``src/metric_learning.py``).
+MS_ALPHA, MS_BETA, MS_BASE, MINER_MARGIN = 1.0, 60.0, 0.5, 0.2
+
+#: The sparse score's weights tried on the development set (0: dense alone).
+SPARSE_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0)
+
+
+def multi_similarity_loss(embeddings, labels, *, alpha: float = MS_ALPHA, beta: float = MS_BETA, base: float = MS_BASE,
+                          margin: float = MINER_MARGIN):  # fmt: skip
+    """SapBERT's loss: the multi-similarity loss on the pairs its triplet miner keeps.
+
+    For anchor ``i`` with positives ``P_i`` (same label) and negatives ``N_i``, over cosine similarities ``S``:
+    ``1/alpha log(1 + sum_{P_i} exp(-alpha (S_ik - base))) + 1/beta log(1 + sum_{N_i} exp(beta (S_ik - base)))``
+    (Wang et al. 2019, eq. 10), averaged over the anchors. The miner (``type_of_triplets="all"``) keeps the
+    triplets ``(i, p, n)`` with ``S_ip - S_in <= margin``: a positive pair is kept when some negative of ``i``
+    has ``S_in >= S_ip - margin``, a negative pair when some positive has ``S_ip <= S_in + margin``.
+
+    Args:
+        embeddings: ``(n, hidden)`` float tensor.
+        labels: ``(n,)`` integer tensor (the concept of each row).
+
+    Returns:
+        A scalar tensor (0 when no pair is kept).
+    """
+    import torch
+    import torch.nn.functional as F
+
+    normalized = F.normalize(embeddings, dim=-1)
+    sim = normalized @ normalized.T  # (n, n)
+    same = labels[:, None] == labels[None, :]
+    eye = torch.eye(len(labels), dtype=torch.bool, device=sim.device)
+    pos, neg = same & ~eye, ~same
+    inf = torch.finfo(sim.dtype).max
+    max_neg = torch.where(neg, sim, -inf).max(dim=1, keepdim=True).values  # (n, 1)
+    min_pos = torch.where(pos, sim, inf).min(dim=1, keepdim=True).values  # (n, 1)
+    pos_kept = pos & (sim - margin <= max_neg)  # (n, n)
+    neg_kept = neg & (sim + margin >= min_pos)
+    zero = torch.zeros_like(sim[:, :1])
+    pos_term = torch.logsumexp(torch.cat([zero, torch.where(pos_kept, -alpha * (sim - base), -inf)], dim=1), dim=1) / alpha
+    neg_term = torch.logsumexp(torch.cat([zero, torch.where(neg_kept, beta * (sim - base), -inf)], dim=1), dim=1) / beta
+    return (pos_term + neg_term).mean()
+
+
+def training_pairs(dictionary: Dictionary, queries: Sequence[Query], *, seed: int) -> list[tuple[str, str, str]]:
+    """``(name, synonym, concept id)`` pairs (module docstring): each name of ``dictionary`` with another name
+    of its first concept (names alone in their concept are left out), each training query's name with a
+    name of its first gold concept; shuffled with ``seed``."""
+    rng = random.Random(seed)
+    by_concept: dict[str, list[str]] = {}
+    for name, ids in zip(dictionary.names, dictionary.concept_ids, strict=True):
+        by_concept.setdefault(ids[0], []).append(name)
+    pairs = []
+    for concept, names in by_concept.items():
+        if len(names) > 1:
+            for i, name in enumerate(names):
+                other = rng.randrange(len(names) - 1)
+                pairs.append((name, names[other + (other >= i)], concept))
+    for query in queries:
+        names = by_concept.get(query.concept_ids[0])
+        if names:
+            pairs.append((query.name, rng.choice(names), query.concept_ids[0]))
+    rng.shuffle(pairs)
+    return pairs
+
+
+class DenseEncoder:
+    """A checkpoint's encoder giving L2-normalised ``[CLS]`` embeddings of names.
+
+    Args:
+        checkpoint: a folder ``AutoModel`` and the fast tokenizer load.
+    """
+
+    def __init__(self, checkpoint: str) -> None:
+        from transformers import AutoModel
+
+        from downstream.checkpoints import load_tokenizer
+
+        self.tokenizer = load_tokenizer(checkpoint)
+        self.model = AutoModel.from_pretrained(checkpoint)
+
+    def forward(self, texts: Sequence[str]):
+        """``(len(texts), hidden)`` ``[CLS]`` vectors, with gradients (training)."""
+        batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=MAX_NAME_TOKENS, return_tensors="pt")
+        batch = {k: v.to(self.model.device) for k, v in batch.items()}
+        return self.model(**batch).last_hidden_state[:, 0]  # (batch, hidden)
+
+    def embed(self, texts: Sequence[str], *, batch_size: int = 256) -> np.ndarray:
+        """``(len(texts), hidden)`` float32 L2-normalised embeddings (no gradients; texts sorted by length so
+        batches pad little, returned in the given order)."""
+        import torch
+        import torch.nn.functional as F
+
+        self.model.eval()
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.zeros((len(texts), self.model.config.hidden_size), dtype=np.float32)
+        with torch.no_grad():
+            for start in range(0, len(order), batch_size):
+                rows = order[start : start + batch_size]
+                out[rows] = F.normalize(self.forward([texts[i] for i in rows]), dim=-1).float().cpu().numpy()
+        return out
+
+
+def train_encoder(encoder: DenseEncoder, pairs: list[tuple[str, str, str]], *, seed: int, learning_rate: float,
+                  batch_size: int, num_epochs: float, max_steps: int = -1, weight_decay: float = 0.01) -> dict:  # fmt: skip
+    """SapBERT's training loop (AdamW, constant learning rate, ``batch_size`` pairs a step) on ``pairs``.
+
+    Returns:
+        ``{"steps", "train_loss"}`` (the mean loss of the last epoch's steps).
+
+    Raises:
+        ValueError: no pairs, or a loss that is not finite (the step named).
+    """
+    import torch
+
+    if not pairs:
+        raise ValueError("no training pairs: the dictionary has no concept with two names and no training mention")
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    labels_of = {c: i for i, c in enumerate(sorted({c for _, _, c in pairs}))}
+    optimizer = torch.optim.AdamW(encoder.model.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    steps_per_epoch = -(-len(pairs) // batch_size)
+    total = max_steps if max_steps > 0 else max(1, round(num_epochs * steps_per_epoch))
+    encoder.model.train()
+    step, losses = 0, []
+    while step < total:
+        order = list(range(len(pairs)))
+        rng.shuffle(order)
+        losses = []
+        for start in range(0, len(order), batch_size):
+            batch = [pairs[i] for i in order[start : start + batch_size]]
+            labels = torch.tensor([labels_of[c] for _, _, c in batch] * 2)  # (2B,)
+            embeddings = encoder.forward([a for a, _, _ in batch] + [b for _, b, _ in batch])  # (2B, hidden)
+            loss = multi_similarity_loss(embeddings, labels.to(embeddings.device))
+            if not torch.isfinite(loss):
+                raise ValueError(f"dense training: the loss became {loss.item()} at step {step} (lower --learning-rate)")
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            losses.append(loss.item())
+            step += 1
+            if step % 50 == 0:
+                logger.info("dense training: step %d of %d, loss %.4f", step, total, float(np.mean(losses[-50:])))
+            if step >= total:
+                break
+    return {"steps": step, "train_loss": float(np.mean(losses)) if losses else None}
+
+
+class HybridLinker:
+    """Nearest names by ``dense + sparse_weight * sparse`` (module docstring).
+
+    Args:
+        encoder: the trained encoder.
+        names: the dictionary's names.
+        sparse: a :class:`downstream.linking.sparse.SparseLinker` over the same names (``None``: dense alone).
+        sparse_weight: the sparse score's weight.
+        name_embeddings: the names' embeddings when already computed, ``(len(names), hidden)``.
+    """
+
+    def __init__(self, encoder: DenseEncoder, names: list[str], sparse=None, *, sparse_weight: float = 0.0,
+                 name_embeddings: np.ndarray | None = None) -> None:  # fmt: skip
+        self.encoder = encoder
+        self.names = names
+        self.sparse = sparse
+        self.sparse_weight = sparse_weight
+        self.name_embeddings = encoder.embed(names) if name_embeddings is None else name_embeddings
+
+    def scores(self, texts: list[str]) -> np.ndarray:
+        """``(len(texts), len(names))`` scores."""
+        dense = self.encoder.embed(texts) @ self.name_embeddings.T  # (len(texts), num_names)
+        if self.sparse is not None and self.sparse_weight:
+            dense += self.sparse_weight * self.sparse.scores(texts)
+        return dense
+
+    def search(self, texts: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best names of each text, best first: ``(indices, scores)``, each ``(len(texts), k)``."""
+        from downstream.linking.metrics import top_k
+        from downstream.linking.sparse import CHUNK
+
+        if not texts:
+            return np.zeros((0, k), dtype=np.int64), np.zeros((0, k), dtype=np.float32)
+        blocks = [top_k(self.scores(texts[i : i + CHUNK]), k) for i in range(0, len(texts), CHUNK)]
+        return np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks])

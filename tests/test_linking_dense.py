@@ -1,0 +1,84 @@
+"""The dense linker: SapBERT's multi-similarity loss on a hand-computed case, the training pairs, the training
+loop on a tiny model, seeded trials from the command line, and the saved linker read back."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from conftest import FIXTURES
+from typer.testing import CliRunner
+
+from bioelectra.cli import app
+from downstream.errors import DownstreamError
+from downstream.linking.dense import DenseEncoder, multi_similarity_loss, train_encoder, training_pairs
+from downstream.linking.dictionary import Dictionary
+from downstream.linking.preprocess import Query
+from downstream.linking.saved import load_linker
+
+TINY = FIXTURES / "linking-tiny"
+
+
+def test_multi_similarity_loss_by_hand():
+    # unit vectors at angles: 0 and 60 degrees share a label; 90 degrees is the other
+    emb = torch.tensor([[1.0, 0.0], [0.5, math.sqrt(3) / 2], [0.0, 1.0]])
+    labels = torch.tensor([0, 0, 1])
+    # similarities: S01 = 0.5, S02 = 0, S12 = sqrt(3)/2 ~ 0.866; margin 0.2 keeps:
+    # anchor 0: pos (0,1) since 0.5 - 0.2 <= max_neg 0? no -> not kept; neg (0,2): 0 + 0.2 >= min_pos 0.5? no
+    # anchor 1: pos (1,0): 0.5 - 0.2 <= 0.866 yes; neg (1,2): 0.866 + 0.2 >= 0.5 yes
+    # anchor 2: no positive: its negatives need a positive (none) -> nothing kept
+    alpha, beta, base = 1.0, 60.0, 0.5
+    s12 = math.sqrt(3) / 2
+    anchor1 = math.log(1 + math.exp(-alpha * (0.5 - base))) / alpha + math.log(1 + math.exp(beta * (s12 - base))) / beta
+    expected = anchor1 / 3  # mean over the three anchors (0 for those without a kept pair)
+    assert multi_similarity_loss(emb, labels).item() == pytest.approx(expected, rel=1e-5)
+    # pulling the positive closer lowers the loss
+    closer = torch.tensor([[1.0, 0.0], [0.9, math.sqrt(1 - 0.81)], [0.0, 1.0]])
+    assert multi_similarity_loss(closer, labels).item() < multi_similarity_loss(emb, labels).item()
+
+
+def test_training_pairs_pair_synonyms_and_mentions():
+    d = Dictionary()
+    for name, cid in [("tremor", "D1"), ("tremors", "D1"), ("shaking", "D1"), ("gout", "D2")]:
+        d.add(name, [cid])
+    queries = [Query("1", 0, 1, "Trembling", ("trembling",), ("D1",), "Disease")]
+    pairs = training_pairs(d, queries, seed=0)
+    assert len(pairs) == 4  # three synonyms of D1 each with another; gout alone; the mention with a D1 name
+    assert all(c == "D1" and a != b for a, b, c in pairs)
+    assert ("trembling" in {a for a, _, _ in pairs}) and pairs == training_pairs(d, queries, seed=0)
+
+
+def test_training_loop_lowers_the_loss_on_a_tiny_model(tiny_checkpoint):
+    encoder = DenseEncoder(str(tiny_checkpoint))
+    pairs = [("renal failure", "kidney failure", "D1"), ("tremor", "tremors", "D2"), ("gout", "gouty arthritis", "D3"),
+             ("asthma", "bronchial asthma", "D4")]  # fmt: skip
+    texts = [a for a, _, _ in pairs] + [b for _, b, _ in pairs]
+    labels = torch.tensor([0, 1, 2, 3] * 2)
+    with torch.no_grad():
+        before = multi_similarity_loss(encoder.forward(texts), labels).item()
+    result = train_encoder(encoder, pairs, seed=0, learning_rate=1e-3, batch_size=4, num_epochs=1, max_steps=30)
+    with torch.no_grad():
+        encoder.model.eval()
+        after = multi_similarity_loss(encoder.forward(texts), labels).item()
+    assert result["steps"] == 30 and after < before
+    embeddings = encoder.embed(texts)
+    assert embeddings.shape == (8, 32) and embeddings[0] @ embeddings[0] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_dense_trials_from_the_command_line_save_a_linker_that_loads(tmp_path, tiny_checkpoint):
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["finetune", "--loader", "linking", "--dataset", "ncbi-disease", "--data-dir", str(TINY),
+                                      "--linker", "dense", "--ckpt", str(tiny_checkpoint), "--trials", "2", "--max-steps", "2",
+                                      "--batch-size", "4", "--output-dir", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "results.json").read_text())
+    assert [t["seed"] for t in report["trials"]] == [42, 43] and all(t["steps"] == 2 for t in report["trials"])
+    assert report["summary"]["test"]["accuracy_at_1"]["n"] == 2
+    linker, dictionary, card = load_linker(out / "trial-1" / "linker")
+    assert card["dataset"] == "ncbi-disease" and card["sparse_weight"] == report["trials"][1]["sparse_weight"]
+    indices, scores = linker.search(["breast cancer"], 3)
+    assert indices.shape == (1, 3) and dictionary.names[indices[0, 0]] in dictionary.names
+    with pytest.raises(DownstreamError, match="not a saved linker"):
+        load_linker(tmp_path)
