@@ -13,6 +13,8 @@ from bioelectra.cli import app
 from downstream.linking.dictionary import Dictionary
 from downstream.linking.preprocess import Query
 from downstream.linking.run import Linked, link_queries, write_errors
+from downstream.linking.saved import load_linker
+from downstream.linking.sparse import SparseLinker
 
 TINY = FIXTURES / "linking-tiny"
 runner = CliRunner()
@@ -41,6 +43,10 @@ def test_sparse_linking_run_writes_reports_predictions_and_errors(tmp_path, tiny
     assert (out / "trial-0" / "errors.tsv").read_text().startswith("pmid\tstart\tend\tmention\tpart\tgold_ids\tgold_names")
     assert "accuracy@1" in (out / "results.md").read_text() or "acc@1" in (out / "results.md").read_text()
     assert "accuracy_at_1" in result.output
+    linker, dictionary, card = load_linker(out / "trial-0" / "linker")  # the sparse linker, saved for predict
+    assert isinstance(linker, SparseLinker) and card["linker"] == "sparse" and card["entity_type"] == "Disease"
+    indices, _ = linker.search(["ataxia telangiectasia"], 1)
+    assert "D001260" in dictionary.concept_ids[indices[0, 0]]
 
 
 def test_chemicals_use_the_annotated_names_only(tmp_path, tiny_checkpoint):

@@ -48,6 +48,7 @@ def predict(
     max_seq_length: Annotated[int, typer.Option("--max-seq-length", "--max_seq_length", min=8, help="Sub-tokens per model input, capped by the model's positions; longer sentences are windowed.")] = 512,
     batch_size: Annotated[int, typer.Option("--batch-size", "--batch_size", min=1, help="Model inputs per forward pass (fewer for inputs over 128 sub-tokens: at most batch-size x 128 sub-tokens).")] = 32,
     device: Annotated[Device, typer.Option(help="auto: CUDA when available (weights in bfloat16 there).")] = Device.auto,
+    linker: Annotated[Path | None, typer.Option(help="A saved entity linker (a linking trial's linker/ folder, finetune --loader linking): entities of its type get a concept id and name with the score (jsonl fields, PubTator's sixth column, BioC's identifier infon).")] = None,
     num_workers: Annotated[int, typer.Option("--num-workers", min=1, help="CPU worker processes, each running cores/N forward passes at once (one torch thread each); 1 predicts in this process; at most the cores this process may use.")] = 1,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
 ) -> None:
@@ -72,7 +73,7 @@ def predict(
                 input_format=input_format.value, text_field=text_field, id_field=id_field,
                 document_per_file=document_per_file, max_seq_length=max_seq_length, batch_size=batch_size,
                 device=device.value, num_workers=num_workers, progress=lambda n: progress.advance(task, n),
-                overwrite=overwrite,
+                overwrite=overwrite, linker_dir=linker,
             )  # fmt: skip
     except (DownstreamError, ValueError, OSError) as exc:
         _fail(exc)

@@ -158,6 +158,7 @@ def write_errors(path: Path, linked: Linked, dictionary: Dictionary) -> int:
 
 def run_sparse(settings, data: LinkingData) -> list[dict[str, Any]]:
     """The sparse linker's one trial: the n-gram range chosen on dev, then the test set (module docstring)."""
+    from downstream.linking.saved import save_linker
     from downstream.linking.sparse import SparseLinker
 
     started = time.perf_counter()
@@ -184,7 +185,9 @@ def run_sparse(settings, data: LinkingData) -> list[dict[str, Any]]:
         "dev_seconds": round(dev_seconds, 2), "test_seconds": round(test_seconds, 2),
         "test_queries_per_second": round(len(test.queries) / test_seconds, 1) if test_seconds else None,
         "predictions_file": str(trial_dir / "test_predictions.tsv"), "errors_file": str(trial_dir / "errors.tsv"),
+        "method": "sparse: TF-IDF over character n-grams (BioSyn's sparse score)",
     }  # fmt: skip
+    record["linker_dir"] = str(save_linker(trial_dir / "linker", data.dictionaries["test"], data.spec, record, ngram_range=ngram_range))
     atomic_write_text(trial_dir / "trial.json", json.dumps(record, indent=2))
     return [record]
 
@@ -267,7 +270,8 @@ def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
             "train_seconds": round(train_seconds, 2), "dev_seconds": round(dev_seconds, 2), "test_seconds": round(test_seconds, 2),
             "predictions_file": str(trial_dir / "test_predictions.tsv"), "errors_file": str(trial_dir / "errors.tsv"),
         }  # fmt: skip
-        record["linker_dir"] = str(save_linker(trial_dir / "linker", test_linker, test_dictionary, data.spec, record))
+        record["linker_dir"] = str(save_linker(trial_dir / "linker", test_dictionary, data.spec, record, ngram_range=BIOSYN_NGRAM_RANGE,
+                                               encoder=encoder, name_embeddings=embeddings, sparse_weight=weight))  # fmt: skip
         atomic_write_text(trial_dir / "trial.json", json.dumps(record, indent=2))
         records.append(record)
     return records

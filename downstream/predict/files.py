@@ -141,6 +141,7 @@ def predict_files(
     chunk_documents: int | None = None,
     progress: Callable[[int], None] | None = None,
     overwrite: bool = False,
+    linker_dir: str | Path | None = None,
 ) -> PredictSummary:
     """Run a saved model over input files and write its predictions as they are ready (``bioelectra predict``).
 
@@ -166,12 +167,15 @@ def predict_files(
         progress: called with the number of documents finished (skipped ones first), chunk by chunk.
         overwrite: replace an existing ``output`` file and discard a partial run of another command (a
             partial run of this same command is still resumed).
+        linker_dir: a saved entity linker (a linking trial's ``linker/``): the entities of its type get a
+            concept id, name and score (:mod:`downstream.linking.predict`); NER models only.
 
     Raises:
         DownstreamError: a bad model folder, an output format the model kind cannot write, brat without
             ``output``, PubMed XML or ``document_per_file`` with a RE model, ``num_workers`` < 1 or more than
             one with CUDA, an ``output`` that is an input, an existing ``output`` file or a partial output of
-            another command without ``overwrite``, an output folder that cannot be written.
+            another command without ``overwrite``, an output folder that cannot be written, a linker with a
+            model that is not NER or a folder that is not a saved linker.
         DataFormatError: bad input (see :func:`~downstream.predict.formats.read_documents`).
     """
     if output_format not in OUTPUT_FORMATS:
@@ -183,11 +187,16 @@ def predict_files(
     predictor_class = PREDICTORS[kind]
     predictor_class.check_request(model_dir, output_format=output_format, sources=sources, input_format=input_format,
                                   document_per_file=document_per_file)  # fmt: skip
+    if linker_dir is not None and predictor_class.predictions_name != "entities":
+        raise DownstreamError(f"--linker links entities: --model {model_dir} is a {predictor_class.description} model, not NER")
+    linked = {"linker": str(Path(linker_dir).resolve())} if linker_dir is not None else {}
     fingerprint = run_fingerprint(model_dir, sources, input_format=input_format, text_field=text_field, id_field=id_field,
                                   document_per_file=document_per_file, output_format=output_format,
-                                  max_seq_length=max_seq_length)  # fmt: skip
+                                  max_seq_length=max_seq_length, **linked)  # fmt: skip
+    spec = PredictorSpec(str(model_dir), device=device, max_seq_length=max_seq_length, batch_size=batch_size,
+                         linker_dir=None if linker_dir is None else str(linker_dir))  # fmt: skip
+    linker = spec.load_linker()  # a bad linker folder fails before any output is started
     sink = _output_for(output_format, output, stdout, fingerprint, overwrite)
-    spec = PredictorSpec(str(model_dir), device=device, max_seq_length=max_seq_length, batch_size=batch_size)
     predictor = spec.load()  # in this process too: a bad folder fails here, with its message, before any work
     if num_workers > 1 and predictor.device.type != "cuda":
         num_workers = bounded_workers(num_workers, available_cores())
@@ -206,7 +215,7 @@ def predict_files(
         if progress is not None and skipped:
             progress(skipped)
         for done, rendered in rendered_chunks(spec, documents, output_format=output_format, num_workers=num_workers,
-                                              chunk_documents=chunk, predictor=predictor):  # fmt: skip
+                                              chunk_documents=chunk, predictor=predictor, linker=linker):  # fmt: skip
             sink.write(done, [text for text, _ in rendered])
             counts["documents"] += len(done)
             counts["predictions"] += sum(n for _, n in rendered)

@@ -52,6 +52,9 @@ class Entity:
         type: the label's type (``Disease`` for ``B-Disease``; for bare ``B`` / ``I``: the config's
             ``entity_type`` when it has one, else :data:`UNTYPED_ENTITY`).
         score: mean over its words of the softmax probability of each word's predicted tag, in [0, 1].
+        concept_id: the concept a linker gave it (``predict --linker``: MeSH ``D...``, ``OMIM:<n>``), else None.
+        concept_name: that concept's name, else None.
+        concept_score: the linker's score of the name it matched (:mod:`downstream.linking.predict`), else None.
     """
 
     document: str
@@ -60,6 +63,9 @@ class Entity:
     text: str
     type: str
     score: float
+    concept_id: str | None = None
+    concept_name: str | None = None
+    concept_score: float | None = None
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,20 @@ class PredictorSpec:
     device: str = "cpu"
     max_seq_length: int = 512
     batch_size: int = 32
+    linker_dir: str | None = None
 
     def load(self):
         from downstream.predict.predictor import load_predictor
 
         return load_predictor(self.model_dir, device=self.device, max_seq_length=self.max_seq_length, batch_size=self.batch_size)
+
+    def load_linker(self):
+        """The entity linker of ``linker_dir`` (:class:`downstream.linking.predict.EntityLinker`), or None."""
+        if self.linker_dir is None:
+            return None
+        from downstream.linking.predict import EntityLinker
+
+        return EntityLinker(self.linker_dir)
 
 
 def available_cores() -> int:
@@ -65,10 +74,13 @@ def share_cores(predictor, threads: int) -> None:
     predictor.forward_threads = max(1, threads)
 
 
-def render_chunk(predictor, chunk: list[Document], output_format: str) -> list[tuple[str, int]]:
+def render_chunk(predictor, chunk: list[Document], output_format: str, linker=None) -> list[tuple[str, int]]:
     """``(text, predictions)`` per document of ``chunk``: its output in ``output_format`` and its count
-    (entities, or 1 for a classified sentence)."""
-    return [(predictor.render(p, output_format), predictor.count(p)) for p in predictor.predict(chunk)]
+    (entities, or 1 for a classified sentence); with ``linker``, entities are linked first."""
+    predictions = predictor.predict(chunk)
+    if linker is not None:
+        predictions = (linker.link(p) for p in predictions)
+    return [(predictor.render(p, output_format), predictor.count(p)) for p in predictions]
 
 
 #: glibc's ``M_MMAP_THRESHOLD`` for a predicting process: blocks of at least this many bytes are mapped when
@@ -102,17 +114,19 @@ def limit_heap_growth(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
 
 
 _WORKER_PREDICTOR = None
+_WORKER_LINKER = None
 
 
 def _start_worker(spec: PredictorSpec, threads: int) -> None:
     limit_heap_growth()
-    global _WORKER_PREDICTOR
+    global _WORKER_PREDICTOR, _WORKER_LINKER
     _WORKER_PREDICTOR = spec.load()
+    _WORKER_LINKER = spec.load_linker()
     share_cores(_WORKER_PREDICTOR, threads)
 
 
 def _work(chunk: list[Document], output_format: str) -> list[tuple[str, int]]:
-    return render_chunk(_WORKER_PREDICTOR, chunk, output_format)
+    return render_chunk(_WORKER_PREDICTOR, chunk, output_format, _WORKER_LINKER)
 
 
 def rendered_chunks(
@@ -123,6 +137,7 @@ def rendered_chunks(
     num_workers: int = 1,
     chunk_documents: int = 256,
     predictor=None,
+    linker=None,
 ) -> Iterator[tuple[list[Document], list[tuple[str, int]]]]:
     """``(chunk, [(text, count), ...])`` for consecutive chunks of ``documents``, in input order.
 
@@ -133,17 +148,19 @@ def rendered_chunks(
         num_workers: 1 predicts in this process (with ``predictor`` if given, else ``spec.load()``); more
             starts that many worker processes.
         chunk_documents: documents per chunk (the unit of work, of writing and of resuming).
+        linker: in this process, the entity linker (else ``spec.load_linker()``); workers load their own.
     """
     limit_heap_growth()  # this process's (the predictor, or the workers' results and the documents)
     if num_workers <= 1:
         import torch
 
         predictor = predictor if predictor is not None else spec.load()
+        linker = linker if linker is not None else spec.load_linker()
         threads, forward_threads = torch.get_num_threads(), predictor.forward_threads
         share_cores(predictor, worker_threads(1))
         try:
             for chunk in chunked(documents, chunk_documents):
-                yield chunk, render_chunk(predictor, chunk, output_format)
+                yield chunk, render_chunk(predictor, chunk, output_format, linker)
         finally:  # the caller's torch threads, for whatever it runs next
             torch.set_num_threads(threads)
             predictor.forward_threads = forward_threads

@@ -2,17 +2,20 @@
 disk as they are ready (and a worker process can render its own): :data:`OUTPUT_FORMATS`.
 
 ==============  =========================================================================================
-``jsonl``       NER: one JSON object per entity (``document, start, end, text, type, score``); RE: one per
+``jsonl``       NER: one JSON object per entity (``document, start, end, text, type, score``, and with
+                ``--linker`` ``concept_id, concept_name, concept_score`` for the entities linked); RE: one per
                 sentence (``document, sentence, label, probabilities``).
 ``conll``       ``word<TAB>tag`` per word, a blank line after each sentence, ``-DOCSTART- <id>`` and a blank
                 line before each document (what :func:`downstream.ner.data.read_ner_file` reads).
 ``brat``        a folder: ``<safe id>.txt`` (the text) and ``<safe id>.ann`` (``T1<TAB>Disease 10 37<TAB>...``).
 ``pubtator``    PubTator / BioCreative: ``<id>|t|<title>``, ``<id>|a|<abstract>``, then one
-                ``<id><TAB>start<TAB>end<TAB>mention<TAB>type<TAB>-`` line per entity (the sixth column,
-                the concept id, is ``-``: not normalised), a blank line after each document.
+                ``<id><TAB>start<TAB>end<TAB>mention<TAB>type<TAB>concept`` line per entity (the sixth
+                column, the concept id, is the linker's, or ``-`` for an entity not linked), a blank line
+                after each document.
 ``bioc``        BioC XML (encoded by the ``bioc`` package): a ``<collection>`` of ``<document>`` elements with a
                 ``title`` and an ``abstract`` passage, each entity an ``<annotation>`` (infons ``type`` and
-                ``score``, a ``<location>`` with offset and length).
+                ``score``, and for a linked entity ``identifier``, ``identifier_name`` and
+                ``identifier_score``; a ``<location>`` with offset and length).
 ==============  =========================================================================================
 
 Offsets are Python string indices (Unicode code points) into the document's text exactly as read, end
@@ -32,9 +35,13 @@ OUTPUT_FORMATS = ("jsonl", "conll", "brat", "pubtator", "bioc")
 
 
 def entity_record(entity) -> dict:
-    """The JSON object of one entity: ``{"document", "start", "end", "text", "type", "score"}``."""
-    return {"document": entity.document, "start": entity.start, "end": entity.end, "text": entity.text,
-            "type": entity.type, "score": round(float(entity.score), 6)}  # fmt: skip
+    """The JSON object of one entity: ``{"document", "start", "end", "text", "type", "score"}``, and
+    ``"concept_id", "concept_name", "concept_score"`` for a linked one."""
+    record = {"document": entity.document, "start": entity.start, "end": entity.end, "text": entity.text,
+              "type": entity.type, "score": round(float(entity.score), 6)}  # fmt: skip
+    if entity.concept_id is not None:
+        record.update(concept_id=entity.concept_id, concept_name=entity.concept_name, concept_score=round(float(entity.concept_score), 6))
+    return record
 
 
 def render_entities_jsonl(prediction) -> str:
@@ -84,7 +91,7 @@ def render_pubtator(prediction) -> str:
     lines = [f"{pmid}|t|{title}", f"{pmid}|a|{abstract}"]
     for e in prediction.entities:
         mention = re.sub(r"\s", " ", e.text)
-        lines.append(f"{pmid}\t{e.start}\t{e.end}\t{mention}\t{e.type}\t-")
+        lines.append(f"{pmid}\t{e.start}\t{e.end}\t{mention}\t{e.type}\t{e.concept_id or '-'}")
     return "\n".join(lines) + "\n\n"
 
 
@@ -120,6 +127,10 @@ def render_bioc(prediction) -> str:
         annotation.id = f"T{i}"
         annotation.infons["type"] = e.type
         annotation.infons["score"] = f"{float(e.score):.6f}"
+        if e.concept_id is not None:
+            annotation.infons["identifier"] = e.concept_id
+            annotation.infons["identifier_name"] = e.concept_name or ""
+            annotation.infons["identifier_score"] = f"{float(e.concept_score):.6f}"
         annotation.add_location(BioCLocation(e.start, e.end - e.start))
         annotation.text = e.text
         passages[0 if e.start <= len(title) or len(passages) == 1 else 1].add_annotation(annotation)

@@ -1,0 +1,58 @@
+"""Linking what ``predict`` finds (``bioelectra predict --model NER_DIR --linker LINKER_DIR``): each entity of the
+linker's type gets the concept of its nearest dictionary name (:class:`EntityLinker`).
+
+A mention is prepared as the gold mentions were for training and scoring (:mod:`downstream.linking.preprocess`):
+abbreviations defined in its document resolved, then lower case and punctuation removed; composite mentions
+are not split (a predicted mention has no ids to say how many parts it has). The concept written is the first
+id of the best name (MEDIC: the MeSH id, before any OMIM one), its name the dictionary's readable name for it,
+and the score the best name's (cosine, or ``dense + w * sparse`` for a dense linker). OMIM ids are written
+``OMIM:<n>``, MeSH ids bare (as BC5CDR's PubTator files).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from downstream.linking.preprocess import find_abbreviations, normalize, resolve_abbreviations
+
+
+def written_id(concept_id: str) -> str:
+    """A concept id as output files write it: OMIM numbers ``OMIM:<n>``, MeSH ids bare."""
+    return f"OMIM:{concept_id}" if concept_id.isdigit() else concept_id
+
+
+class EntityLinker:
+    """A saved linker (:func:`downstream.linking.saved.load_linker`) applied to predicted entities.
+
+    Args:
+        directory: a linking trial's ``linker/`` folder.
+
+    Raises:
+        DownstreamError: not a saved linker (see :func:`~downstream.linking.saved.load_linker`).
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        from downstream.linking.saved import load_linker
+
+        self.directory = Path(directory)
+        self.linker, self.dictionary, self.card = load_linker(directory)
+        self.entity_type = str(self.card["entity_type"])
+
+    def link(self, prediction):
+        """``prediction`` (a :class:`~downstream.predict.results.DocumentEntities`) with each entity of the linker's
+        type (any case) given ``concept_id``, ``concept_name`` and ``concept_score``; other entities unchanged."""
+        wanted = [i for i, e in enumerate(prediction.entities) if e.type.lower() == self.entity_type.lower()]
+        if not wanted:
+            return prediction
+        abbreviations = find_abbreviations(prediction.document.text)
+        texts = [normalize(resolve_abbreviations(prediction.entities[i].text, abbreviations)) or "-" for i in wanted]
+        indices, scores = self.linker.search(texts, 1)  # (len(wanted), 1) each
+        entities = list(prediction.entities)
+        for row, i in enumerate(wanted):
+            concept = self.dictionary.concept_ids[int(indices[row, 0])][0]
+            entities[i] = dataclasses.replace(
+                entities[i], concept_id=written_id(concept), concept_name=self.dictionary.preferred.get(concept, ""),
+                concept_score=float(scores[row, 0]),
+            )  # fmt: skip
+        return dataclasses.replace(prediction, entities=tuple(entities))

@@ -1,0 +1,93 @@
+"""``bioelectra predict --linker DIR``: the entities of the linker's type get a concept id, name and score in
+JSONL, PubTator's sixth column and BioC's ``identifier`` infon, read back with the ``bioc`` package."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import test_predict
+from test_predict import PUBMED, SENTENCE
+from typer.testing import CliRunner
+
+from bioelectra.cli import app
+from downstream.errors import DownstreamError
+from downstream.linking.dictionary import Dictionary
+from downstream.linking.predict import EntityLinker, written_id
+from downstream.linking.saved import save_linker
+from downstream.linking.spec import LINKING_DATASETS
+from downstream.predict.files import predict_files
+
+# test_predict's fixtures: a tiny NER model trained until it tags SENTENCE's two diseases, one torch thread.
+ner_model = test_predict.ner_model
+_one_thread = test_predict._one_thread
+
+
+@pytest.fixture
+def linker_dir(tmp_path):
+    dictionary = Dictionary()
+    for name, ids, readable in [("duchenne muscular dystrophy", ("D020388", "310200"), "Muscular Dystrophy, Duchenne"),
+                                ("breast neoplasms", ("D001943",), "Breast Neoplasms"), ("breast cancer", ("D001943",), "Breast Neoplasms"),
+                                ("dmd", ("310200",), "Duchenne muscular dystrophy (OMIM)")]:  # fmt: skip
+        dictionary.add(name, ids, readable=readable)
+    return save_linker(tmp_path / "linker", dictionary, LINKING_DATASETS["ncbi-disease"], {"method": "sparse"}, ngram_range=(1, 2))
+
+
+def test_written_ids():
+    assert (written_id("D001943"), written_id("310200")) == ("D001943", "OMIM:310200")
+
+
+def test_jsonl_entities_get_their_concepts(ner_model, linker_dir, tmp_path):
+    source = tmp_path / "one.txt"
+    source.write_text(SENTENCE + "\n", encoding="utf-8")
+    summary = predict_files(ner_model, [source], output=tmp_path / "e.jsonl", device="cpu", linker_dir=linker_dir)
+    records = [json.loads(line) for line in (tmp_path / "e.jsonl").read_text().splitlines()]
+    assert summary.predictions == 2
+    assert [(r["text"], r["concept_id"], r["concept_name"]) for r in records] == [
+        ("Duchenne muscular dystrophy", "D020388", "Muscular Dystrophy, Duchenne"), ("breast cancer", "D001943", "Breast Neoplasms")]  # fmt: skip
+    assert all(r["concept_score"] == pytest.approx(1.0, abs=1e-5) for r in records)  # exact names: cosine 1 (float32)
+    plain = predict_files(ner_model, [source], output=tmp_path / "plain.jsonl", device="cpu")
+    assert plain.predictions == 2 and "concept_id" not in (tmp_path / "plain.jsonl").read_text()
+
+
+def test_a_linker_of_another_type_leaves_entities_alone(ner_model, tmp_path):
+    dictionary = Dictionary()
+    dictionary.add("cisplatin", ["D002945"])
+    folder = save_linker(tmp_path / "chem", dictionary, LINKING_DATASETS["bc5cdr-chemical"], {}, ngram_range=(1, 2))
+    assert EntityLinker(folder).entity_type == "Chemical"
+    source = tmp_path / "one.txt"
+    source.write_text(SENTENCE + "\n", encoding="utf-8")
+    predict_files(ner_model, [source], output_format="pubtator", output=tmp_path / "e.pubtator", device="cpu", linker_dir=folder)
+    assert [line.split("\t")[5] for line in (tmp_path / "e.pubtator").read_text().splitlines()[2:4]] == ["-", "-"]
+
+
+def test_pubtator_and_bioc_carry_the_ids_and_read_back(ner_model, linker_dir, tmp_path):
+    import bioc
+    from bioc import pubtator
+
+    source = tmp_path / "baseline.xml"
+    source.write_text(PUBMED, encoding="utf-8")
+    predict_files(ner_model, [source], output_format="pubtator", output=tmp_path / "e.pubtator", device="cpu", linker_dir=linker_dir)
+    documents = pubtator.loads((tmp_path / "e.pubtator").read_text(encoding="utf-8"))
+    ids = {(a.text, a.id) for d in documents for a in d.annotations}
+    assert ("Duchenne muscular dystrophy", "D020388") in ids and ("breast cancer", "D001943") in ids
+    predict_files(ner_model, [source], output_format="bioc", output=tmp_path / "e.xml", device="cpu", linker_dir=linker_dir)
+    with open(tmp_path / "e.xml", encoding="utf-8") as handle:
+        collection = bioc.biocxml.load(handle)
+    found = {(a.text, a.infons["identifier"], a.infons["identifier_name"]) for d in collection.documents
+             for p in d.passages for a in p.annotations}  # fmt: skip
+    assert ("breast cancer", "D001943", "Breast Neoplasms") in found
+    assert all(0.0 < float(a.infons["identifier_score"]) <= 1.0 + 1e-6 for d in collection.documents for p in d.passages for a in p.annotations)
+
+
+def test_cli_predict_with_a_linker_and_its_errors(ner_model, linker_dir, tmp_path):
+    source = tmp_path / "one.txt"
+    source.write_text(SENTENCE + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["predict", "--model", str(ner_model), "--linker", str(linker_dir), "--format", "pubtator",
+                                      "--device", "cpu", str(source)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "\tDuchenne muscular dystrophy\tDisease\tD020388\n" in result.output
+    out = tmp_path / "never.jsonl"
+    with pytest.raises(DownstreamError, match="not a saved linker"):
+        predict_files(ner_model, [source], output=out, device="cpu", linker_dir=tmp_path)
+    assert not out.exists()
