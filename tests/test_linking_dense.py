@@ -82,3 +82,10 @@ def test_dense_trials_from_the_command_line_save_a_linker_that_loads(tmp_path, t
     assert indices.shape == (1, 3) and dictionary.names[indices[0, 0]] in dictionary.names
     with pytest.raises(DownstreamError, match="not a saved linker"):
         load_linker(tmp_path)
+    # the same command with one more trial trains only the new one
+    result = CliRunner().invoke(app, ["finetune", "--loader", "linking", "--dataset", "ncbi-disease", "--data-dir", str(TINY),
+                                      "--linker", "dense", "--ckpt", str(tiny_checkpoint), "--trials", "3", "--max-steps", "2",
+                                      "--batch-size", "4", "--output-dir", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    again = json.loads((out / "results.json").read_text())
+    assert again["trials"][:2] == report["trials"] and again["trials"][2]["seed"] == 44

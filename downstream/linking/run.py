@@ -213,10 +213,25 @@ def _fixed_search(found: tuple[np.ndarray, np.ndarray]):
     return lambda texts, k: (found[0][:, :k], found[1][:, :k])
 
 
+def _finished_trial(trial_dir: Path, fingerprint: str) -> dict[str, Any] | None:
+    """The record of a finished dense trial in ``trial_dir`` made with the same settings (its linker still
+    there), else None: the same command run again trains only the trials it lacks, as the trial runner does."""
+    path = trial_dir / "trial.json"
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (ValueError, OSError) as exc:
+        logger.warning("%s: unreadable (%s); running the trial again", path, exc)
+        return None
+    if previous.get("fingerprint") == fingerprint and Path(previous.get("linker_dir", "")).is_dir():
+        return previous
+    return None
+
+
 def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
     """``settings.num_trials`` seeded trials of the dense linker (:mod:`downstream.linking.dense`): trial ``i``
     trains from ``settings.checkpoint`` with seed ``settings.seed + i``, chooses the sparse weight on dev,
-    scores test and saves the linker in ``trial-<i>/linker/`` (:func:`downstream.linking.saved.save_linker`)."""
+    scores test and saves the linker in ``trial-<i>/linker/`` (:func:`downstream.linking.saved.save_linker`).
+    A trial already finished with the same settings is reused (:func:`_finished_trial`)."""
     import torch
 
     from downstream.linking.dense import (
@@ -233,6 +248,11 @@ def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
     dev_dictionary, test_dictionary = data.dictionaries["dev"], data.dictionaries["test"]
     for trial_index in range(settings.num_trials):
         seed = settings.seed + trial_index
+        previous = _finished_trial(Path(settings.output_dir) / f"trial-{trial_index}", settings.fingerprint())
+        if previous is not None:
+            logger.info("trial %d (seed %d): already done, reusing its trial.json", trial_index, seed)
+            records.append(previous)
+            continue
         torch.manual_seed(seed)
         encoder = DenseEncoder(str(settings.checkpoint))
         pairs = training_pairs(data.dictionaries["train"], data.queries["train"], seed=seed)
@@ -268,6 +288,7 @@ def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
             "training_pairs": len(pairs), **trained, "sparse_weight": weight, "ngram_range": list(BIOSYN_NGRAM_RANGE),
             "selection": tried, "dev": tried[best]["dev"], "test": test.metrics, "test_errors": errors,
             "train_seconds": round(train_seconds, 2), "dev_seconds": round(dev_seconds, 2), "test_seconds": round(test_seconds, 2),
+            "fingerprint": settings.fingerprint(),
             "predictions_file": str(trial_dir / "test_predictions.tsv"), "errors_file": str(trial_dir / "errors.tsv"),
         }  # fmt: skip
         record["linker_dir"] = str(save_linker(trial_dir / "linker", test_dictionary, data.spec, record, ngram_range=BIOSYN_NGRAM_RANGE,
