@@ -91,3 +91,19 @@ def test_cli_predict_with_a_linker_and_its_errors(ner_model, linker_dir, tmp_pat
     with pytest.raises(DownstreamError, match="not a saved linker"):
         predict_files(ner_model, [source], output=out, device="cpu", linker_dir=tmp_path)
     assert not out.exists()
+
+
+def test_end_to_end_document_level_score(ner_model, linker_dir, tmp_path):
+    from downstream.linking.documents import score_files
+
+    source = tmp_path / "docs.jsonl"
+    source.write_text(json.dumps({"id": "9", "text": "A case.\n" + SENTENCE}) + "\n", encoding="utf-8")
+    predict_files(ner_model, [source], output_format="pubtator", output=tmp_path / "p.pubtator", device="cpu", linker_dir=linker_dir)
+    text = "A case. " + SENTENCE
+    gold = tmp_path / "gold.pubtator"
+    rows = [f"9\t{text.index(m)}\t{text.index(m) + len(m)}\t{m}\tDisease\t{cid}"
+            for m, cid in [("Duchenne muscular dystrophy", "D020388"), ("breast cancer", "D001943|OMIM:114480")]]  # fmt: skip
+    gold.write_text("\n".join(["9|t|A case.", f"9|a|{SENTENCE}", *rows]) + "\n\n")
+    scores = score_files(gold, tmp_path / "p.pubtator", entity_type="Disease")
+    # gold concepts: D020388, D001943 and OMIM 114480; found: D020388, D001943
+    assert (scores["tp"], scores["fp"], scores["fn"]) == (2, 0, 1)

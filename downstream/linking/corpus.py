@@ -42,6 +42,9 @@ CONCEPT_ID = re.compile(r"[CD]\d+|\d+|C")
 #: The id of a mention without a concept (CUI-less), in both corpora.
 CUI_LESS = "-1"
 
+#: The id column of a mention not linked, as ``bioelectra predict --format pubtator`` writes it.
+NOT_LINKED = "-"
+
 _TITLE_OR_ABSTRACT = re.compile(r"([^|\t]+)\|([ta])\|(.*)")
 
 
@@ -95,13 +98,14 @@ def parse_concept_ids(field_text: str, where: str) -> tuple[tuple[str, ...], str
 
     Returns:
         ``(ids, separator)``: ids without ``MESH:`` / ``OMIM:`` prefixes and spaces; ``((), "")`` for ``-1``
-        alone; ``-1`` kept in a list (``D002544|-1`` -> ``("D002544", "-1")``).
+        alone (and for ``-``, an entity ``predict`` did not link); ``-1`` kept in a list
+        (``D002544|-1`` -> ``("D002544", "-1")``).
 
     Raises:
         DataFormatError: an empty id, or one that is neither MeSH, OMIM nor ``-1`` (the value named).
     """
     value = field_text.strip()
-    if value == CUI_LESS:
+    if value in (CUI_LESS, NOT_LINKED):
         return (), ""
     separator = "+" if "+" in value else "|" if "|" in value else ""
     ids = []
