@@ -50,6 +50,19 @@ def test_training_pairs_pair_synonyms_and_mentions():
     assert ("trembling" in {a for a, _, _ in pairs}) and pairs == training_pairs(d, queries, seed=0)
 
 
+def test_encoder_weights_are_float32_even_from_a_float16_file(tiny_checkpoint, tmp_path):
+    from transformers import AutoModel
+
+    half = tmp_path / "half"
+    AutoModel.from_pretrained(tiny_checkpoint).half().save_pretrained(half)
+    DenseEncoder(str(tiny_checkpoint)).tokenizer.save_pretrained(half)
+    encoder = DenseEncoder(str(half))
+    assert encoder.model.dtype == torch.float32
+    pairs = [("renal failure", "kidney failure", "D1"), ("tremor", "tremors", "D2")]
+    train_encoder(encoder, pairs, seed=0, learning_rate=1e-3, batch_size=2, num_epochs=1, max_steps=3)
+    assert all(torch.isfinite(p).all() for p in encoder.model.parameters())
+
+
 def test_training_loop_lowers_the_loss_on_a_tiny_model(tiny_checkpoint):
     encoder = DenseEncoder(str(tiny_checkpoint))
     pairs = [("renal failure", "kidney failure", "D1"), ("tremor", "tremors", "D2"), ("gout", "gouty arthritis", "D3"),

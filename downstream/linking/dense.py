@@ -35,8 +35,9 @@ MAX_NAME_TOKENS = 25
 #: SapBERT's multi-similarity constants and miner margin (``src/metric_learning.py``).
 MS_ALPHA, MS_BETA, MS_BASE, MINER_MARGIN = 1.0, 60.0, 0.5, 0.2
 
-#: The sparse score's weights tried on the development set (0: dense alone).
-SPARSE_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0)
+#: The sparse score's weights tried on the development set (0: dense alone; the larger ones for an encoder
+#: trained little, whose cosines differ less from name to name than the sparse ones).
+SPARSE_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 def multi_similarity_loss(embeddings, labels, *, alpha: float = MS_ALPHA, beta: float = MS_BETA, base: float = MS_BASE,
@@ -101,16 +102,18 @@ class DenseEncoder:
     """A checkpoint's encoder giving L2-normalised ``[CLS]`` embeddings of names.
 
     Args:
-        checkpoint: a folder ``AutoModel`` and the fast tokenizer load.
+        checkpoint: a folder ``AutoModel`` and the fast tokenizer load. Its weights are loaded in float32 whatever
+            the file's type (the shipped checkpoints are float16, in which AdamW's updates overflow to NaN).
     """
 
     def __init__(self, checkpoint: str) -> None:
+        import torch
         from transformers import AutoModel
 
         from downstream.checkpoints import load_tokenizer
 
         self.tokenizer = load_tokenizer(checkpoint)
-        self.model = AutoModel.from_pretrained(checkpoint)
+        self.model = AutoModel.from_pretrained(checkpoint, dtype=torch.float32)
 
     def forward(self, texts: Sequence[str]):
         """``(len(texts), hidden)`` ``[CLS]`` vectors, with gradients (training)."""
@@ -165,7 +168,7 @@ def train_encoder(encoder: DenseEncoder, pairs: list[tuple[str, str, str]], *, s
             labels = torch.tensor([labels_of[c] for _, _, c in batch] * 2)  # (2B,)
             embeddings = encoder.forward([a for a, _, _ in batch] + [b for _, b, _ in batch])  # (2B, hidden)
             loss = multi_similarity_loss(embeddings, labels.to(embeddings.device))
-            if not torch.isfinite(loss):
+            if not torch.isfinite(loss) or not torch.isfinite(embeddings).all():
                 raise ValueError(f"dense training: the loss became {loss.item()} at step {step} (lower --learning-rate)")
             loss.backward()
             optimizer.step()
