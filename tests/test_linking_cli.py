@@ -87,6 +87,8 @@ def test_link_queries_links_each_part_of_a_composite():
 
 
 def test_bad_options_and_missing_files_are_clear(tmp_path, tiny_checkpoint):
+    result, _ = _finetune(tmp_path, tiny_checkpoint, "--dataset", "ncbi-disease", "--metric", "loss")
+    assert result.exit_code != 0 and "expected one of accuracy_at_1, accuracy_at_5" in result.output
     result, _ = _finetune(tmp_path, tiny_checkpoint, "--dataset", "bc2gm")
     assert result.exit_code != 0 and "unknown dataset 'bc2gm'" in result.output and "bc5cdr-chemical" in result.output
     out = tmp_path / "other"

@@ -9,7 +9,7 @@ remaining gold mentions, every occurrence counted.
 
 The sparse linker (:mod:`downstream.linking.sparse`) has no weights and no seed: its character n-gram range
 is chosen on the development set among :data:`SPARSE_NGRAM_RANGES` (BioSyn's ``(1, 2)`` first; a tie keeps
-the earlier), and one deterministic trial is run.
+the earlier) by ``--metric`` (accuracy@1 unless told), and one deterministic trial is run.
 
 Written to ``output_dir``: ``results.json`` and ``results.md`` (settings, counts, per-trial dev / test
 metrics, the summary), ``trial-<i>/test_predictions.tsv`` (each query's top-5 names and ids) and
@@ -168,7 +168,8 @@ def run_sparse(settings, data: LinkingData) -> list[dict[str, Any]]:
         dev = link_queries(linker.search, data.queries["dev"], data.dictionaries["dev"])
         tried.append({"ngram_range": list(ngram_range), "dev": dev.metrics})
         logger.info("sparse, character %d-%d-grams: dev accuracy@1 %.4f", *ngram_range, dev.metrics["accuracy_at_1"])
-    best = max(range(len(tried)), key=lambda i: (tried[i]["dev"]["accuracy_at_1"], -i))
+    metric = settings.metric.removeprefix("eval_")  # --metric: accuracy_at_1 (default) or accuracy_at_5
+    best = max(range(len(tried)), key=lambda i: (tried[i]["dev"][metric], -i))
     ngram_range = SPARSE_NGRAM_RANGES[best]
     dev_seconds = time.perf_counter() - started
     started = time.perf_counter()
@@ -267,7 +268,8 @@ def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
         found = _search_weights(linker, texts, SPARSE_WEIGHTS, NUM_CANDIDATES)
         tried = [{"sparse_weight": w, "dev": link_queries(_fixed_search(found[w]), data.queries["dev"], dev_dictionary).metrics}
                  for w in SPARSE_WEIGHTS]  # fmt: skip
-        best = max(range(len(tried)), key=lambda i: (tried[i]["dev"]["accuracy_at_1"], -i))
+        metric = settings.metric.removeprefix("eval_")
+        best = max(range(len(tried)), key=lambda i: (tried[i]["dev"][metric], -i))
         weight = SPARSE_WEIGHTS[best]
         dev_seconds = time.perf_counter() - started
         started = time.perf_counter()

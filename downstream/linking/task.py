@@ -64,6 +64,11 @@ class LinkingTask(TaskKind):
         self.labels = []
 
     @classmethod
+    def selection_metrics(cls) -> tuple[str, ...]:
+        """``--metric``: accuracy@1 or @5 (no loss: the sparse linker has none)."""
+        return cls.headline_metrics
+
+    @classmethod
     def locate_files(cls, settings) -> dict[str, Path]:
         from downstream.linking.spec import data_root, linking_spec, locate
 
