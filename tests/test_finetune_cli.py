@@ -195,8 +195,7 @@ def _listed_commands(output: str) -> set[str]:
 def test_app_has_the_commands():
     result = runner.invoke(app, ["--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
-    assert _listed_commands(result.output) == {"finetune", "run-finetuning", "evaluate", "predict", "benchmark", "pretrain", "convert",
-                                               "link-score"}
+    assert _listed_commands(result.output) == {"finetune", "run-finetuning", "evaluate", "predict", "benchmark", "pretrain", "convert"}
     result = runner.invoke(app, ["pretrain", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     assert _listed_commands(result.output) == {"build-vocab", "build-data", "train", "eval", "export", "demo", "plot"}

@@ -1,15 +1,11 @@
 """End to end at the document level: each abstract's concept ids against the gold set (BioCreative V CDR's
-DNER measure), from PubTator files, and ``bioelectra link-score``."""
+DNER measure), from PubTator files."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from conftest import FIXTURES
-from typer.testing import CliRunner
 
-from bioelectra.cli import app
 from downstream.errors import DataFormatError
 from downstream.linking.documents import dner_scores, score_files
 
@@ -48,14 +44,12 @@ def test_score_files_counts_concepts_not_mentions(tmp_path):
     assert scores["published"]["DNorm (CDR_Data_README.txt)"]["f1"] == 0.81
 
 
-def test_link_score_command(tmp_path):
-    path = _predicted(tmp_path, {"kidney failure": "D051437", "tremor": "D014202"})
-    out = tmp_path / "scores.json"
-    result = CliRunner().invoke(app, ["link-score", "--gold", str(GOLD), "--predicted", str(path), "--entity-type", "Disease",
-                                      "--output", str(out)])  # fmt: skip
-    assert result.exit_code == 0, result.output
-    assert "precision 100.00, recall 100.00, F1 100.00" in result.output and json.loads(out.read_text())["tp"] == 2
+def test_mismatched_files_and_bad_lines_are_named(tmp_path):
     bad = tmp_path / "bad.pubtator"
     bad.write_text("601|t|T\n601|a|A\n601\t0\t1\tT\tDisease\tnot-an-id\n")
-    result = CliRunner().invoke(app, ["link-score", "--gold", str(GOLD), "--predicted", str(bad)])
-    assert result.exit_code == 2 and "bad.pubtator:3" in result.output
+    with pytest.raises(DataFormatError, match=r"bad\.pubtator:3: concept id 'not-an-id'"):
+        score_files(GOLD, bad)
+    other = tmp_path / "other.pubtator"
+    other.write_text("777|t|T\n777|a|A\n")
+    with pytest.raises(DataFormatError, match="1 predicted documents are not in the gold file"):
+        score_files(GOLD, other)

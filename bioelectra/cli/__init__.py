@@ -14,7 +14,7 @@ from __future__ import annotations
 import typer
 
 from bioelectra.checkpoints import DEFAULT_CKPT, resolve_checkpoint
-from bioelectra.cli import benchmark, convert, evaluate, finetune, linking, predict, pretrain  # noqa: F401 - registers the commands
+from bioelectra.cli import benchmark, convert, evaluate, finetune, predict, pretrain  # noqa: F401 - registers the commands
 from bioelectra.cli.common import (
     ORIGINAL_VALUE_FLAGS,
     _offline_default,

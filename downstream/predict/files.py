@@ -123,6 +123,19 @@ def _output_for(output_format: str, output: str | Path | None, stdout: TextIO | 
     return StreamOutput(stdout, header=header, footer=footer)
 
 
+def _linker_option(linker_dir: str | Path | None, predictor_class, model_dir) -> dict:
+    """``--linker``'s part of the run's fingerprint (``{}`` without one).
+
+    Raises:
+        DownstreamError: a linker with a model that finds no entities (not NER).
+    """
+    if linker_dir is None:
+        return {}
+    if predictor_class.predictions_name != "entities":
+        raise DownstreamError(f"--linker links entities: --model {model_dir} is a {predictor_class.description} model, not NER")
+    return {"linker": str(Path(linker_dir).resolve())}
+
+
 def predict_files(
     model_dir: str | Path,
     sources: Sequence[str | Path],
@@ -167,8 +180,7 @@ def predict_files(
         progress: called with the number of documents finished (skipped ones first), chunk by chunk.
         overwrite: replace an existing ``output`` file and discard a partial run of another command (a
             partial run of this same command is still resumed).
-        linker_dir: a saved entity linker (a linking trial's ``linker/``): the entities of its type get a
-            concept id, name and score (:mod:`downstream.linking.predict`); NER models only.
+        linker_dir: a saved entity linker that links the entities of its type (:mod:`downstream.linking.predict`).
 
     Raises:
         DownstreamError: a bad model folder, an output format the model kind cannot write, brat without
@@ -187,12 +199,9 @@ def predict_files(
     predictor_class = PREDICTORS[kind]
     predictor_class.check_request(model_dir, output_format=output_format, sources=sources, input_format=input_format,
                                   document_per_file=document_per_file)  # fmt: skip
-    if linker_dir is not None and predictor_class.predictions_name != "entities":
-        raise DownstreamError(f"--linker links entities: --model {model_dir} is a {predictor_class.description} model, not NER")
-    linked = {"linker": str(Path(linker_dir).resolve())} if linker_dir is not None else {}
     fingerprint = run_fingerprint(model_dir, sources, input_format=input_format, text_field=text_field, id_field=id_field,
                                   document_per_file=document_per_file, output_format=output_format,
-                                  max_seq_length=max_seq_length, **linked)  # fmt: skip
+                                  max_seq_length=max_seq_length, **_linker_option(linker_dir, predictor_class, model_dir))  # fmt: skip
     spec = PredictorSpec(str(model_dir), device=device, max_seq_length=max_seq_length, batch_size=batch_size,
                          linker_dir=None if linker_dir is None else str(linker_dir))  # fmt: skip
     linker = spec.load_linker()  # a bad linker folder fails before any output is started
