@@ -20,7 +20,7 @@ from downstream.linking.preprocess import (
     resolve_abbreviations,
     split_composite,
 )
-from downstream.linking.sparse import SparseLinker
+from downstream.linking.sparse import SMALL_BATCH, SparseLinker
 from downstream.linking.vocabulary import read_ctd_diseases, read_medic
 
 TINY = FIXTURES / "linking-tiny"
@@ -170,6 +170,9 @@ def test_sparse_linker_finds_the_nearest_name():
     indices, scores = linker.search(["breast cancers", "tremors", "ovarian cancer"], 2)
     assert indices[:, 0].tolist() == [1, 3, 2]
     assert scores[2, 0] == pytest.approx(1.0) and (scores[:, 0] >= scores[:, 1]).all()
+    # the two products (a few texts, many texts) give the same scores
+    many = ["breast cancers", "tremors", "ovarian cancer"] * (SMALL_BATCH // 3 + 1)
+    assert np.allclose(linker.scores(many)[:3], linker.scores(many[:3]), atol=1e-6)
 
 
 @pytest.mark.shared_data

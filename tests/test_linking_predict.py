@@ -33,6 +33,17 @@ def linker_dir(tmp_path):
     return save_linker(tmp_path / "linker", dictionary, LINKING_DATASETS["ncbi-disease"], {"method": "sparse"}, ngram_range=(1, 2))
 
 
+def test_best_names_are_searched_once_per_distinct_mention(linker_dir):
+    linker = EntityLinker(linker_dir)
+    searched = []
+    search = linker.linker.search
+    linker.linker.search = lambda texts, k: searched.append(list(texts)) or search(texts, k)
+    first = linker.best_names(["breast cancer", "dmd", "breast cancer"])
+    again = linker.best_names(["dmd", "breast cancer"])
+    assert searched == [["breast cancer", "dmd"]]  # the second call found both remembered
+    assert first[0] == first[2] == again[1] and linker.dictionary.names[first[1][0]] == "dmd"
+
+
 def test_written_ids():
     assert (written_id("D001943"), written_id("310200")) == ("D001943", "OMIM:310200")
 

@@ -16,6 +16,10 @@ from pathlib import Path
 
 from downstream.linking.preprocess import find_abbreviations, normalize, resolve_abbreviations
 
+#: Distinct prepared mentions whose best name is remembered (a corpus names the same diseases again and
+#: again); the memory is emptied when full.
+CACHE_SIZE = 100_000
+
 
 def written_id(concept_id: str) -> str:
     """A concept id as output files write it: OMIM numbers ``OMIM:<n>``, MeSH ids bare."""
@@ -38,6 +42,17 @@ class EntityLinker:
         self.directory = Path(directory)
         self.linker, self.dictionary, self.card = load_linker(directory)
         self.entity_type = str(self.card["entity_type"])
+        self.cache: dict[str, tuple[int, float]] = {}  # prepared mention -> (best name's index, its score)
+
+    def best_names(self, texts: list[str]) -> list[tuple[int, float]]:
+        """The best name's index and score of each prepared mention; those not seen before searched at once."""
+        new = list(dict.fromkeys(t for t in texts if t not in self.cache))
+        if new:
+            if len(self.cache) + len(new) > CACHE_SIZE:
+                self.cache.clear()
+            indices, scores = self.linker.search(new, 1)  # (len(new), 1) each
+            self.cache.update({t: (int(i), float(s)) for t, i, s in zip(new, indices[:, 0], scores[:, 0], strict=True)})
+        return [self.cache[t] for t in texts]
 
     def link(self, prediction):
         """``prediction`` (a :class:`~downstream.predict.results.DocumentEntities`) with each entity of the linker's
@@ -47,12 +62,11 @@ class EntityLinker:
             return prediction
         abbreviations = find_abbreviations(prediction.document.text)
         texts = [normalize(resolve_abbreviations(prediction.entities[i].text, abbreviations)) or "-" for i in wanted]
-        indices, scores = self.linker.search(texts, 1)  # (len(wanted), 1) each
         entities = list(prediction.entities)
-        for row, i in enumerate(wanted):
-            concept = self.dictionary.concept_ids[int(indices[row, 0])][0]
+        for i, (index, score) in zip(wanted, self.best_names(texts), strict=True):
+            concept = self.dictionary.concept_ids[index][0]
             entities[i] = dataclasses.replace(
                 entities[i], concept_id=written_id(concept), concept_name=self.dictionary.preferred.get(concept, ""),
-                concept_score=float(scores[row, 0]),
+                concept_score=score,
             )  # fmt: skip
         return dataclasses.replace(prediction, entities=tuple(entities))
