@@ -13,6 +13,7 @@ from downstream.errors import DownstreamError
 from downstream.glue.task import GlueTask
 from downstream.linking.task import LinkingTask
 from downstream.ner.task import NerTask
+from downstream.pico.task import PicoTask
 from downstream.qa.task import QaTask
 from downstream.relation.task import ReTask
 from downstream.similarity.task import SimilarityTask
@@ -20,7 +21,7 @@ from downstream.yesno.task import YesNoTask
 
 #: Task kind (``--loader``) -> its class.
 TASKS: dict[str, type] = {
-    cls.kind: cls for cls in (NerTask, ReTask, QaTask, YesNoTask, GlueTask, SimilarityTask, DocClassificationTask, LinkingTask)
+    cls.kind: cls for cls in (NerTask, ReTask, QaTask, YesNoTask, GlueTask, SimilarityTask, DocClassificationTask, LinkingTask, PicoTask)
 }
 
 

@@ -24,7 +24,7 @@ def test_every_task_kind_implements_the_protocol():
             assert callable(getattr(cls, name, None)), f"{cls.__name__} lacks {name}()"
         for name in annotations - {"labels", "f1_name", "metric_mode", "model_class_name"}:
             assert hasattr(cls, name), f"{cls.__name__} lacks class attribute {name}"
-    assert set(TASKS) == {"ner", "re", "qa", "yesno", "glue", "similarity", "doc-classification", "linking"}
+    assert set(TASKS) == {"ner", "re", "qa", "yesno", "glue", "similarity", "doc-classification", "linking", "pico"}
     with pytest.raises(Exception, match="task kind 'summarization' is not supported"):
         task_class("summarization")
 

@@ -24,7 +24,7 @@ def evaluate(
     model: Annotated[Path, typer.Option(help="A fine-tuned save_pretrained folder, e.g. a trial's model/ (labels in config.id2label).")],
     dataset: Annotated[str | None, typer.Option(help="Benchmark name from the registry.")] = None,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", "--data_dir", help="Local folder with the split files.")] = None,
-    loader: Annotated[Loader | None, typer.Option(show_default=False, help="ner, re, qa, yesno, glue, similarity or doc-classification [default: from the model's architecture; a yes/no, GLUE, similarity or document-classification model reads as re, so pass --loader]")] = None,
+    loader: Annotated[Loader | None, typer.Option(show_default=False, help="ner, re, qa, yesno, glue, similarity, doc-classification or pico [default: from the model's architecture; a yes/no, GLUE, similarity or document-classification model reads as re and a PICO model as ner, so pass --loader]")] = None,
     output_dir: Annotated[Path | None, typer.Option("--output-dir", "--output_dir", help="Where results.json, results.md and the test predictions go [default: runs/evaluate-<dataset>].")] = None,
     max_seq_length: Annotated[
         int | None,

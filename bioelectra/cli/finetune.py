@@ -33,6 +33,7 @@ class Loader(StrEnum):
     similarity = "similarity"
     doc_classification = "doc-classification"
     linking = "linking"
+    pico = "pico"
 
 
 class Linker(StrEnum):
@@ -65,7 +66,7 @@ class Iob1Policy(StrEnum):
 #: The options of ``finetune`` (their declarations, so the command's signature stays one line each).
 _FinetuneLoader = Annotated[
     Loader,
-    typer.Option(help="Task kind: 'ner' (token classification), 're' (relation extraction), 'qa' (extractive question answering, SQuAD format), 'yesno' (yes/no/maybe question answering: PubMedQA, BioASQ yes/no), 'glue' (GLUE's sentence (pair) classification and STS-B regression), 'similarity' (sentence-pair similarity scores: BIOSSES), 'doc-classification' (multi-label classification of sentence-split abstracts: HoC) or 'linking' (entity linking of gold mentions to MeSH / OMIM ids)."),
+    typer.Option(help="Task kind: 'ner' (token classification), 're' (relation extraction), 'qa' (extractive question answering, SQuAD format), 'yesno' (yes/no/maybe question answering: PubMedQA, BioASQ yes/no), 'glue' (GLUE's sentence (pair) classification and STS-B regression), 'similarity' (sentence-pair similarity scores: BIOSSES), 'doc-classification' (multi-label classification of sentence-split abstracts: HoC), 'linking' (entity linking of gold mentions to MeSH / OMIM ids) or 'pico' (EBM PICO, BLURB's IO tags)."),
 ]
 _FinetuneDataset = Annotated[
     str | None,

@@ -222,26 +222,9 @@ class NerTask(ClassifierTask):
         The checkpoint's own head (e.g. ELECTRA's discriminator head) is dropped and a new classifier is
         initialised from the current torch seed.
         """
-        import torch
-        from transformers import AutoModelForTokenClassification
+        from downstream.token_classification import load_token_classifier
 
-        from downstream.checkpoints import quiet_transformers
-
-        with quiet_transformers():
-            model = AutoModelForTokenClassification.from_pretrained(
-                checkpoint,
-                dtype=torch.float32,  # fp32 master weights even from fp16/bf16 files (bf16 is autocast)
-                num_labels=len(self.labels),
-                id2label=self.id2label,
-                label2id=self.label2id,
-                ignore_mismatched_sizes=True,
-                **config_overrides,
-            )
-        # The model computes a plain mean loss. Without this, Trainer sees ``**kwargs`` in forward, assumes
-        # the loss is normalised by ``num_items_in_batch`` and skips the division by the gradient
-        # accumulation steps (the logged and optimised loss grow with accumulation).
-        model.accepts_loss_kwargs = False
-        return model
+        return load_token_classifier(checkpoint, self.labels, **config_overrides)
 
     def analysis(self, results: dict[str, EvalResult], info: dict[str, Any]) -> tuple[str, str]:
         """``classification_report.txt`` (entity- and word-level reports) and ``errors.txt`` (wrong sentences)."""
