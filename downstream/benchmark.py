@@ -8,11 +8,14 @@ it), with the protocol's settings for that dataset. A re-run skips the datasets 
 already holds the wanted trials with the same settings, and ``run_trials`` reuses finished trials of the
 others. The missing datasets are listed with the reason, not fatal.
 
+``--suite blurb`` is BLURB's 13 datasets (:mod:`downstream.blurb`); a name this version does not register, or
+whose data is absent (EBM PICO without its training file), is listed as missing, not an error.
+
 The report: ``benchmark.json``, ``benchmark.md`` (one row per dataset: our dev and test mean ± std, then the
-published figures, each with a footnote naming its source) and ``plots/benchmark.png``, with the
-BLURB-style average over the BLURB datasets present (the mean over BLURB's task types of the mean over
-each type's datasets: NER, relation extraction, question answering; BLURB's PICO, sentence similarity and
-document classification are not among our tasks).
+published figures, each with a footnote naming its source) and ``plots/benchmark.png``, with the BLURB
+score over the BLURB datasets present (:func:`downstream.blurb.blurb_report`: per task type, then the mean of
+the types), marked "over N of 13 datasets" when any is missing, beside the published models' figures over
+the same datasets.
 """
 
 from __future__ import annotations
@@ -20,11 +23,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import statistics
 from pathlib import Path
 from typing import Any
 
 from bioelectra.textio import atomic_write_text
+from downstream.blurb import BLURB_DATASETS, blurb_markdown, blurb_report, score_label
 from downstream.dataset_specs import DATASETS
 from downstream.errors import DatasetUnavailableError, DownstreamError
 from downstream.kinds import TASKS, task_class
@@ -42,6 +45,7 @@ for _name, _spec in DATASETS.items():
         SUITES[task_class(_spec.task).suite].append(_name)
 SUITES = {suite: names for suite, names in SUITES.items() if names}  # GLUE: no registered dataset, no suite yet
 SUITES["all"] = [name for suite in list(SUITES) for name in SUITES[suite]]
+SUITES["blurb"] = list(BLURB_DATASETS)  # names this version may not register: missing, not an error
 
 #: Where each dataset lies under a ``--data-root`` laid out like ``../shared/data`` (its SOURCES.md).
 DATA_ROOT_LAYOUT = {
@@ -52,19 +56,18 @@ DATA_ROOT_LAYOUT = {
     "bioasq-factoid": "qa/bioasq",
     "bioasq-yesno": "qa/bioasq",
     "chunk": "chunk/conll2000",
+    # BLURB's own files (../shared/data/SOURCES.md, section 12)
+    "jnlpba-blurb": "ner/jnlpba-blurb",
+    "gad-blurb": "re/gad-blurb",
+    "bioasq-blurb": "qa/bioasq-blurb",
+    "ebm-pico": "pico/ebm-pico",
     "biosses": "sts/biosses",
     "hoc": "doc-classification/hoc",
 }
 
-#: BLURB's datasets by task type (Gu et al. 2021, Table 2), those we have.
-BLURB_TASK_TYPES = {
-    "named entity recognition": ("bc5cdr-chem", "bc5cdr-disease", "ncbi-disease", "bc2gm", "jnlpba"),
-    "relation extraction": ("chemprot", "ddi", "gad"),
-    "question answering": ("pubmedqa", "bioasq-yesno"),
-}
-
 def suite_datasets(suite: str) -> list[str]:
-    """The registered datasets of ``suite``: ``ner``, ``re``, ``qa``, ``all``, or names separated by commas.
+    """The datasets of ``suite``: ``ner``, ``re``, ``qa``, ``pico``, ``all``, ``blurb`` (its 13, registered or not),
+    or registered names separated by commas.
 
     Raises:
         DownstreamError: an unknown suite or dataset name (the known ones listed).
@@ -80,23 +83,39 @@ def suite_datasets(suite: str) -> list[str]:
 
 def locate(name: str, data_root: Path | None) -> tuple[dict[str, Any] | None, str]:
     """Where dataset ``name`` is: ``({"dataset": name}, how)`` when shipped or cached, ``({"data_dir":
-    folder}, how)`` under ``data_root``, else ``(None, why not)``. Nothing is downloaded."""
+    folder}, how)`` under ``data_root``, else ``(None, why not)``: also a folder with dev and test files but no
+    training file (EBM PICO as BLURB distributes it). Nothing is downloaded."""
     from downstream.registry import cache_root, locate_dataset_dir
 
+    if name not in DATASETS:
+        return None, "not registered in this version (its task kind is not part of it)"
     try:
         locate_dataset_dir(name, download=False)
         where = "shipped" if get_spec(name).shipped else f"cached in {cache_root() / 'datasets' / name}"
-        return {"dataset": name}, where
+        return _trainable({"dataset": name}, name, where)
     except DatasetUnavailableError:
         pass
     if data_root is not None:
         folder = Path(data_root) / DATA_ROOT_LAYOUT[name]
         if folder.is_dir() and any(folder.iterdir()):
-            return {"data_dir": folder}, f"--data-root: {folder}"
+            return _trainable({"data_dir": folder}, name, f"--data-root: {folder}")
         return None, f"not shipped, not cached, not in {folder}"
     if get_spec(name).get_from:
         return None, f"not cached, never downloaded (give --data-root; get it from {get_spec(name).get_from})"
     return None, "not shipped, not cached (give --data-root, or run finetune once online to cache it)"
+
+
+def _trainable(where: dict[str, Any], name: str, how: str) -> tuple[dict[str, Any] | None, str]:
+    """``(where, how)``, or ``(None, why)`` when the kind finds dev and test files there but no training file."""
+    spec = get_spec(name)
+    settings = FinetuneSettings(task=spec.task, checkpoint="-", output_dir=Path("-"), **where)
+    try:
+        files = task_class(spec.task).locate_files(settings)
+    except DownstreamError:
+        return where, how  # the run says what is wrong
+    if "train" not in files and {"dev", "test"} <= set(files):
+        return None, f"{how}: dev and test only, no training file" + (f" (get it from {spec.get_from})" if spec.get_from else "")
+    return where, how
 
 
 def dataset_settings(name: str, base: FinetuneSettings, given: dict[str, Any], protocol: str | None, where: dict[str, Any],
@@ -244,8 +263,8 @@ def run_benchmark(
 
 def build_report(base: FinetuneSettings, rows: list[dict[str, Any]], missing: dict[str, str], literature: Literature,
                  *, protocol: str | None, suite: str) -> dict[str, Any]:  # fmt: skip
-    """``benchmark.json``'s content: rows with the published figures beside ours, the sources, the BLURB-style
-    averages."""
+    """``benchmark.json``'s content: rows with the published figures beside ours, the sources, the BLURB score
+    (:func:`blurb_section`)."""
     from downstream.settings import PROTOCOLS
 
     for row in rows:
@@ -253,8 +272,10 @@ def build_report(base: FinetuneSettings, rows: list[dict[str, Any]], missing: di
         for metric, _ in task_class(row["task"]).benchmark_metrics:
             row["literature"][metric] = {k: dataclasses.asdict(f) for k, f in literature.lookup(row["dataset"], metric).items()}
     used_models = [m for m in literature.models if any(m["key"] in r["literature"][metric] for r in rows for metric in r["literature"])]
-    used_sources = sorted({f["source"] for r in rows for figures in r["literature"].values() for f in figures.values()})
     limits = run_limits(base)
+    blurb = blurb_section(rows, literature, limited=bool(limits))
+    used_sources = sorted({f["source"] for r in rows for figures in r["literature"].values() for f in figures.values()}
+                          | ({v["source"] for v in blurb["published_scores"].values()} if blurb["ours"]["score"] is not None else set()))
     return {
         "checkpoint": base.checkpoint_name or base.checkpoint,
         "suite": suite,
@@ -266,38 +287,27 @@ def build_report(base: FinetuneSettings, rows: list[dict[str, Any]], missing: di
         "missing": missing,
         "models": used_models,
         "sources": {k: literature.sources[k] for k in used_sources},
-        # a limited run's scores are not averaged beside the published ones
-        "blurb_average": {} if limits else blurb_averages(rows, used_models),
+        "blurb": blurb,
     }
 
 
-def blurb_averages(rows: list[dict[str, Any]], models: list[dict[str, str]]) -> dict[str, Any]:
-    """BLURB's averaging over the BLURB datasets present (test, percent): per task type the mean over its
-    datasets, then the mean over the types. For ours, and for each published model with a figure for every
-    one of those datasets. ``None`` when no BLURB dataset is present."""
-    metric_of = {"pubmedqa": "accuracy", "bioasq-yesno": "accuracy"}
-    present = {r["dataset"]: r for r in rows}
-    types = {t: [d for d in names if d in present] for t, names in BLURB_TASK_TYPES.items()}
-    types = {t: names for t, names in types.items() if names}
-    if not types:
-        return {}
-
-    def average(value_of) -> float | None:
-        per_type = []
-        for names in types.values():
-            values = [value_of(d) for d in names]
-            if any(v is None for v in values):
-                return None
-            per_type.append(statistics.fmean(values))
-        return statistics.fmean(per_type)
-
-    ours = average(lambda d: 100 * present[d]["summary"]["test"][metric_of.get(d, "f1")]["mean"])
-    published = {}
-    for model in models:
-        value = average(lambda d, key=model["key"]: (present[d]["literature"].get(metric_of.get(d, "f1"), {}).get(key) or {}).get("value"))
-        if value is not None:
-            published[model["key"]] = value
-    return {"datasets": types, "ours": ours, "published": published}
+def blurb_section(rows: list[dict[str, Any]], literature: Literature, *, limited: bool = False) -> dict[str, Any]:
+    """:func:`downstream.blurb.blurb_report` of the rows run: each dataset's test mean in its kind's first
+    benchmark metric (percent), the published figures in the same metric, the published BLURB scores; for a
+    ``limited`` run (steps or examples cut), ours alone: a limited run's scores are not averaged beside the
+    published ones."""
+    ours, published = {}, {}
+    for row in rows:
+        metric = task_class(row["task"]).benchmark_metrics[0][0]
+        mean = row["summary"]["test"].get(metric, {}).get("mean")
+        ours[row["dataset"]] = None if mean is None else 100 * mean
+        for key, figure in row["literature"].get(metric, {}).items():
+            published.setdefault(key, {})[row["dataset"]] = figure["value"]
+    scores = {s.model: {"value": s.value, "source": s.source} for s in literature.suite_scores if s.suite == "blurb"}
+    section = blurb_report(ours, {} if limited else published, {} if limited else scores)
+    section["limited"] = limited
+    section["model_names"] = {m["key"]: m["name"] for m in literature.models}
+    return section
 
 
 def format_mean_std(stats: dict[str, Any]) -> str:
@@ -310,8 +320,8 @@ def format_mean_std(stats: dict[str, Any]) -> str:
 
 
 def format_benchmark_markdown(report: dict[str, Any]) -> str:
-    """``benchmark.md``: the table (ours, then the published figures with footnote marks), the BLURB-style
-    average, the missing datasets and the sources."""
+    """``benchmark.md``: the table (ours, then the published figures with footnote marks), the BLURB score
+    (:func:`downstream.blurb.blurb_markdown`), the missing datasets and the sources."""
     models = report["models"]
     marks = {key: i for i, key in enumerate(report["sources"], start=1)}
     limits = report.get("limits") or {}
@@ -338,13 +348,10 @@ def format_benchmark_markdown(report: dict[str, Any]) -> str:
                 cells.append(f"{f['value']:.2f}<sup>{marks[f['source']]}</sup>" if f else "")
             lines.append(f"| {row['dataset']} | {title} | {format_mean_std(row['summary']['dev'].get(metric, {}))} | "
                          f"{format_mean_std(row['summary']['test'].get(metric, {}))} | " + " | ".join(cells) + " |")  # fmt: skip
-    blurb = report.get("blurb_average") or {}
+    blurb = report.get("blurb") or {}
     if blurb:
-        datasets = "; ".join(f"{t}: {', '.join(names)}" for t, names in blurb["datasets"].items())
-        ours = "-" if blurb["ours"] is None else f"{blurb['ours']:.2f}"
-        lines += ["", f"BLURB-style average over the BLURB datasets present ({datasets}; the mean of the task types' means, "
-                  f"test): ours {ours}" + "".join(f"; {next(m['name'] for m in models if m['key'] == k)} {v:.2f}" for k, v in blurb["published"].items())
-                  + ". Not the BLURB score: BLURB's PICO, sentence similarity and document classification tasks are not here."]  # fmt: skip
+        why = {**report["missing"], **{n: f"failed: {w}" for n, w in (report.get("failed") or {}).items()}}
+        lines += blurb_markdown(blurb, blurb.get("model_names", {}), why, marks)
     if report["missing"]:
         lines += ["", "Not present, left out: " + "; ".join(f"{n} ({why})" for n, why in report["missing"].items()) + "."]
     if report.get("failed"):
@@ -393,7 +400,9 @@ def plot_benchmark(report: dict[str, Any], output_dir: Path) -> Path | None:
     ax.set_ylabel("test score (%)")
     ax.set_ylim(0, 100)
     limited = "LIMITED RUN, not comparable: " if report.get("limits") else ""
-    ax.set_title(f"{limited}{report['checkpoint']} against published figures (protocol {report['protocol']})", fontsize=10)
+    blurb = (report.get("blurb") or {}).get("ours") or {}
+    score = f"; {score_label(blurb)} {blurb['score']:.2f}" if blurb.get("score") is not None else ""
+    ax.set_title(f"{limited}{report['checkpoint']} against published figures (protocol {report['protocol']}{score})", fontsize=10)
     ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.16))  # below: never over a bar
     fig.tight_layout()
     ax.grid(axis="y", alpha=0.3)

@@ -1,5 +1,6 @@
 """The registered benchmarks: :class:`DatasetSpec` and the tables by task kind (``NER_DATASETS``,
-``RE_DATASETS``, ``QA_DATASETS``, ``YESNO_DATASETS``, ``BLURB_TEXT_DATASETS``, all of them in ``DATASETS``). Finding, caching and
+``RE_DATASETS``, ``QA_DATASETS``, ``YESNO_DATASETS``, ``BLURB_TEXT_DATASETS``; BLURB's own files of sets
+other tables hold in another form, and EBM PICO, ``BLURB_FORM_DATASETS``; all of them in ``DATASETS``). Finding, caching and
 downloading them is :mod:`downstream.registry`'s."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ class DatasetSpec:
 
     Attributes:
         name: registry key (``--dataset``).
-        task: the task kind, ``"ner"``, ``"re"``, ``"qa"``, ``"yesno"``, ``"similarity"`` or ``"doc-classification"``.
+        task: the task kind, ``"ner"``, ``"re"``, ``"qa"``, ``"yesno"``, ``"similarity"``, ``"doc-classification"`` or ``"pico"``.
         title: human-readable name.
         entity_types: entity types annotated (NER), as named by the original corpus.
         archive_url: the pre-processed archive the files come from.
@@ -413,7 +414,95 @@ BLURB_TEXT_DATASETS: dict[str, DatasetSpec] = {
     ),
 }
 
+#: BLURB's own files of sets the kinds already read in another form (BioBERT's JNLPBA and GAD, BioBERT's BioASQ
+#: JSON), and EBM PICO. Never downloaded (BioASQ needs registration; the others are the pipeline's output, not
+#: published as files): ``get_from`` says where they come from. Outside the kind suites (they repeat sets there);
+#: ``bioelectra benchmark --suite blurb`` runs them (:mod:`downstream.blurb`).
+BLURB_FORM_DATASETS: dict[str, DatasetSpec] = {
+    spec.name: spec
+    for spec in [
+        DatasetSpec(
+            name="jnlpba-blurb",
+            task="ner",
+            title="JNLPBA 2004 in BLURB's form (its own train / dev split; bare B / I tags, 8,662 test mentions)",
+            entity_types=("protein", "DNA", "RNA", "cell_line", "cell_type"),
+            untyped_entity_type="bio-entity",
+            archive_url="",
+            archive_member="",
+            original_url="http://www.geniaproject.org/shared-tasks/bionlp-jnlpba-shared-task-2004",
+            citation="Kim et al., JNLPBA workshop, 2004; Gu et al., ACM Transactions on Computing for Healthcare 3(1), 2021",
+            sha256={
+                "train.tsv": "e3bd594512fcffd9d79dbf4785e805f87c31d576692eeae33458c54b0416a8e0",
+                "dev.tsv": "ac56df325166c779c76177de16efff624f0cdb0e9a6a406c13dbd02b712b1e7c",
+                "test.tsv": "6da4243aa7b9822c188bb81391689bcec22756f2ae653b823cfb9cf21d7eb938",
+            },
+            # dev.tsv, never the folder's devel.tsv (the pipeline's typed intermediate of the same abstracts)
+            split_files={"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+            in_suites=False,
+            get_from=f"{BLURB_DATA_GENERATION}, run on the JNLPBA 2004 shared-task files (Genia4ER): train.tsv, dev.tsv, test.tsv",
+        ),
+        DatasetSpec(
+            name="gad-blurb",
+            task="re",
+            title="GAD gene-disease associations, BLURB's train / dev / test split",
+            entity_types=("GENE", "DISEASE"),
+            archive_url="",
+            archive_member="",
+            original_url="https://geneticassociationdb.nih.gov/",
+            citation="Becker et al., Nature Genetics 36:431-432, 2004; Bravo et al., BMC Bioinformatics 16:55, 2015; Gu et al. 2021",
+            sha256={
+                "train.tsv": "8c57f5f28a843cd64bcd939c62842cf685552315e7a78069be7d1ceff47bb663",
+                "dev.tsv": "ede2bebdf5fa6094a493801f447bb7827ab0e5511fa0c399234e9e77a96d7159",
+                "test.tsv": "68fe2b2bddefac2cd5d35b4bc8a13bceee95ee9a582a623632981e893cdb512e",
+            },
+            labels=("0", "1"),
+            in_suites=False,
+            get_from=f"{BLURB_DATA_GENERATION}, run on BioBERT's GAD files: train.tsv, dev.tsv, test.tsv with the header index<TAB>sentence<TAB>label",
+        ),
+        DatasetSpec(
+            name="bioasq-blurb",
+            task="yesno",
+            title="BioASQ 7b yes/no questions in BLURB's form (one passage per question: its snippets joined)",
+            entity_types=(),
+            archive_url="",
+            archive_member="",
+            original_url="http://bioasq.org/",
+            citation="Tsatsaronis et al., BMC Bioinformatics 16:138, 2015; Gu et al. 2021",
+            sha256={
+                "train.tsv": "980f3508f4e8022bdd07dfdbe36611aa4c3e1f3801b27560329d14f224577017",
+                "dev.tsv": "bf9ae5f70164bb9eff330faa6bf827d53d34b721b744abc7e8004865612e6695",
+                "test.tsv": "eab1e35b18a2ea65cd0d780431198568dd15241eaf3f8faadb13372c20156530",
+            },
+            in_suites=False,
+            get_from=(
+                "BioASQ after registering (http://participants-area.bioasq.org/: the 7b training set and the 7b golden test "
+                f"batches), then {BLURB_DATA_GENERATION}: train.tsv, dev.tsv, test.tsv without a header, "
+                "qid<TAB>question<TAB>passage<TAB>label"
+            ),
+        ),
+        DatasetSpec(
+            name="ebm-pico",
+            task="pico",
+            title="EBM PICO (EBM-NLP 2.00 in BLURB's form: IO tags for participants, interventions, outcomes)",
+            entity_types=("PAR", "INT", "OUT"),
+            archive_url="",
+            archive_member="",
+            original_url="https://github.com/bepnye/EBM-NLP",
+            citation="Nye et al., A Corpus with Multi-Level Annotations of Patients, Interventions and Outcomes, ACL 2018; Gu et al. 2021",
+            sha256={
+                "dev.tsv": "700c7bf7642fcfde8cfe52605e1ead8f8ffa5d4f6b09b5e96ef62744e604a8d4",
+                "test.tsv": "60f676f1664ad491a6378b1029c7dd1371c461912322fc6382cec8d6784dd508",
+            },
+            get_from=(
+                f"{BLURB_DATA_GENERATION}, run on EBM-NLP 2.00 (https://github.com/bepnye/EBM-NLP, ebm_nlp_2_00.tar.gz): "
+                "dev.tsv and test.tsv, and train.tsv (the PMIDs of BLURB's split_pmids/train_pmid.tsv) to fine-tune"
+            ),
+        ),
+    ]
+}
+
 #: Every registered dataset, by name.
 DATASETS: dict[str, DatasetSpec] = {**NER_DATASETS, **RE_DATASETS, **QA_DATASETS, **YESNO_DATASETS}
 DATASETS.update(CHUNK_DATASETS)
 DATASETS.update(BLURB_TEXT_DATASETS)
+DATASETS.update(BLURB_FORM_DATASETS)

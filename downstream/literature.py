@@ -1,15 +1,17 @@
 """Published figures to compare with: ``downstream/data/literature.json``, the one place they live.
 
 The file holds ``sources`` (id -> citation, url, where in the source, how the figure was read, the source's
-protocol), ``models`` (display order: ``name``, ``key``) and ``results`` (``model`` key, registry
-``dataset``, finetune ``metric``, ``value`` in percent as printed, ``source`` id, optional ``note``).
+protocol), ``models`` (display order: ``name``, ``key``), ``results`` (``model`` key, registry
+``dataset``, finetune ``metric``, ``value`` in percent as printed, ``source`` id, optional ``note``) and
+``suite_scores`` (a published score over a whole suite: ``model``, ``suite`` such as ``blurb``, ``value``,
+``source``).
 :func:`load_literature` checks that schema, so a figure never appears without its source.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -37,12 +39,23 @@ class LiteratureFigure:
 
 
 @dataclass(frozen=True)
+class SuiteScore:
+    """One published score over a whole suite (the BLURB score over its 13 datasets), percent."""
+
+    model: str
+    suite: str
+    value: float
+    source: str
+
+
+@dataclass(frozen=True)
 class Literature:
-    """The loaded file: its sources, models in display order, and figures."""
+    """The loaded file: its sources, models in display order, figures and suite scores."""
 
     sources: dict[str, dict[str, str]]
     models: list[dict[str, str]]
     figures: list[LiteratureFigure]
+    suite_scores: list[SuiteScore] = field(default_factory=list)
 
     def lookup(self, dataset: str, metric: str) -> dict[str, LiteratureFigure]:
         """Model key -> the figure of ``dataset`` in ``metric`` (models without one are absent)."""
@@ -96,4 +109,13 @@ def load_literature(path: str | Path | None = None) -> Literature:
             raise DownstreamError(f"{where}: a second figure for {key}")
         seen.add(key)
         figures.append(LiteratureFigure(r["model"], names[r["model"]], r["dataset"], r["metric"], float(value), r["source"], r.get("note")))
-    return Literature(sources=sources, models=list(models), figures=figures)
+    suite_scores = []
+    for i, r in enumerate(data.get("suite_scores", [])):
+        where = f"{path}: suite_scores[{i}]"
+        if r.get("model") not in names or r.get("source") not in sources:
+            raise DownstreamError(f"{where}: unknown model {r.get('model')!r} or source {r.get('source')!r}")
+        value = r.get("value")
+        if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= 100 or not r.get("suite"):
+            raise DownstreamError(f"{where}: expected a suite name and a percentage, got {r.get('suite')!r} and {value!r}")
+        suite_scores.append(SuiteScore(r["model"], r["suite"], float(value), r["source"]))
+    return Literature(sources=sources, models=list(models), figures=figures, suite_scores=suite_scores)

@@ -347,15 +347,21 @@ def find_named_splits(folder: Path, suffixes: tuple[str, ...]) -> dict[str, Path
 
 
 def locate_task_files(settings, task: str, find_files) -> dict[str, Path]:
-    """The files of a run: ``find_files(settings.data_dir)``, else the registered dataset's ``split_files`` in
-    its folder, else ``find_files`` of that folder (shipped, cached or downloaded).
+    """The files of a run: ``find_files(settings.data_dir)`` (the registered dataset's ``split_files`` when the
+    folder is named like one of this kind that has them: ``../shared/data/ner/jnlpba-blurb``, whose ``devel.tsv``
+    is not its development split), else the registered dataset's ``split_files`` in its folder, else
+    ``find_files`` of that folder (shipped, cached or downloaded).
 
     Raises:
         DownstreamError: neither a data folder nor a dataset, an unknown dataset or one of another task kind.
         DatasetUnavailableError: the files are missing (what was expected is listed).
     """
     if settings.data_dir is not None:
-        return find_files(Path(settings.data_dir))
+        folder = Path(settings.data_dir)
+        named = DATASETS.get(folder.name.lower())  # a folder named like a dataset whose folder holds other files too
+        if named is not None and named.split_files and named.task == task and folder.is_dir():
+            return split_files_of(named, folder)
+        return find_files(folder)
     if not settings.dataset:
         raise DownstreamError("no data: give a registered dataset name or a data directory")
     folder = locate_dataset_dir(settings.dataset, task=task)

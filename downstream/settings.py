@@ -379,6 +379,11 @@ PROTOCOLS: dict[str, dict] = {
             "bioasq-yesno": {"per_device_train_batch_size": 16, "learning_rate": 2e-5, "warmup_ratio": 0.1, "num_train_epochs": 20.0, "max_seq_length": 512},
             "biosses": {"per_device_train_batch_size": 16, "learning_rate": 1e-5, "num_train_epochs": 30.0, "max_seq_length": 512},
             "hoc": {"per_device_train_batch_size": 32, "learning_rate": 4e-5, "num_train_epochs": 40.0, "max_seq_length": 512},
+            # BLURB's own files of the same sets, and EBM PICO (the script's ebmnlp_hf)
+            "jnlpba-blurb": {"per_device_train_batch_size": 16, "learning_rate": 1e-5, "warmup_ratio": 0.1, "num_train_epochs": 5.0, "max_seq_length": 512},
+            "gad-blurb": {"per_device_train_batch_size": 32, "learning_rate": 3e-5, "num_train_epochs": 10.0, "max_seq_length": 256},
+            "bioasq-blurb": {"per_device_train_batch_size": 16, "learning_rate": 2e-5, "warmup_ratio": 0.1, "num_train_epochs": 20.0, "max_seq_length": 512},
+            "ebm-pico": {"per_device_train_batch_size": 32, "learning_rate": 5e-5, "num_train_epochs": 1.0, "max_seq_length": 512},
         },
     },
 }  # fmt: skip

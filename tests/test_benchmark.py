@@ -103,7 +103,7 @@ def test_benchmark_runs_the_present_sets_resumes_and_lists_the_missing(tmp_path,
     assert chem["literature"]["f1"]["biobert"]["value"] == 93.47 and chem["summary"]["test"]["f1"]["n"] == 1
     markdown = (out / "benchmark.md").read_text()
     assert "| bc5cdr-chem | entity-level F1 |" in markdown and "93.47<sup>" in markdown and "Sources:" in markdown
-    assert "BLURB-style average" in markdown and "Not present, left out: bc2gm" in markdown
+    assert "## BLURB score over 2 of 13 datasets" in markdown and "Not present, left out: bc2gm" in markdown
     saved = json.loads((out / "bc5cdr-chem" / "results.json").read_text())
     # bare tags typed as the registry says, the folder being named like the dataset
     assert saved["labels"] == ["O", "B-Chemical", "I-Chemical"] and saved["entity_type"] == "Chemical"

@@ -15,6 +15,11 @@ Formats:
   the test file has none and its answers come from BioASQ's golden file (``7B_golden.json``: ``questions``
   with ``id``, ``type`` and ``exact_answer``). A question is answered from all its snippets: the class
   probabilities of its snippets are averaged (BioBERT's yes/no prediction averages the snippets' scores).
+- **BioASQ yes/no in BLURB's form** (the output of BLURB's data-generation pipeline, ``qa/bioasq-blurb/``):
+  ``train.tsv``, ``dev.tsv``, ``test.tsv`` **without a header**, ``qid<TAB>question<TAB>passage<TAB>label``, one
+  line per question (the passage is all its snippets joined), label ``yes`` / ``no``. Lines are split on tabs
+  only: the passages hold raw ``"`` characters, and a CSV reader with a header row would alter them or take the
+  first question for a header (``../shared/data/SOURCES.md``, section 12).
 
 The PubMedQA split is the official one (``preprocess/split_dataset.py`` of ``pubmedqa/pubmedqa``, run as
 ``split_dataset.py pqal``), reproduced by :func:`pubmedqa_split`: 500 test questions and ten folds of the
@@ -191,13 +196,49 @@ def read_bioasq_yesno_file(path: str | os.PathLike, golden: dict[str, str] | Non
     return YesNoSplit(path, examples)
 
 
-def read_yesno_file(path: str | os.PathLike, golden: dict[str, str] | None = None) -> YesNoSplit:
-    """A yes/no QA file of either format, told apart by its content (a ``data`` list: BioASQ; otherwise
-    PubMedQA).
+#: The columns of BLURB's BioASQ files (which have no header line; one that names these is skipped).
+BLURB_YESNO_COLUMNS = ("qid", "question", "passage", "label")
+
+
+def read_blurb_yesno_tsv(path: str | os.PathLike) -> YesNoSplit:
+    """BioASQ yes/no in BLURB's form (module docstring): one example per line, the question id its id.
 
     Raises:
-        DataFormatError: see :func:`read_pubmedqa_file` and :func:`read_bioasq_yesno_file`.
+        DataFormatError: a line without exactly four tab-separated columns, an empty question or passage, a
+            label other than yes / no / maybe, a question id seen twice, or no line at all (file and line named).
     """
+    path = Path(path)
+    examples, seen = [], set()
+    for lineno, line in enumerate(read_text(path, error=DataFormatError).split("\n"), start=1):
+        line = line.rstrip("\r")
+        if not line:
+            continue
+        columns = line.split("\t")
+        if len(columns) != 4:
+            raise DataFormatError(f"{path}:{lineno}: expected 'qid<TAB>question<TAB>passage<TAB>label' (4 tab-separated columns), got {len(columns)}")
+        if lineno == 1 and columns[3].strip().lower() == "label":
+            continue  # a header line (BLURB's own files have none)
+        qid, question, passage, label = (c.strip() for c in columns)
+        if not qid or not question or not passage:
+            raise DataFormatError(f"{path}:{lineno}: empty {'question id' if not qid else 'question' if not question else 'passage'}")
+        if qid in seen:
+            raise DataFormatError(f"{path}:{lineno}: question {qid!r} a second time (BLURB's files have one line per question)")
+        seen.add(qid)
+        examples.append(YesNoExample(qid, question, passage, _answer(label, path, f"line {lineno}"), qid))
+    if not examples:
+        raise DataFormatError(f"{path}: no question (expected 'qid<TAB>question<TAB>passage<TAB>label' lines)")
+    return YesNoSplit(path, examples)
+
+
+def read_yesno_file(path: str | os.PathLike, golden: dict[str, str] | None = None) -> YesNoSplit:
+    """A yes/no QA file of any of the formats: ``.tsv`` (``.tsv.gz``) is BLURB's BioASQ form; JSON is told apart
+    by its content (a ``data`` list: BioBERT's BioASQ; otherwise PubMedQA).
+
+    Raises:
+        DataFormatError: see :func:`read_blurb_yesno_tsv`, :func:`read_pubmedqa_file` and :func:`read_bioasq_yesno_file`.
+    """
+    if Path(path).name.endswith((".tsv", ".tsv.gz")):
+        return read_blurb_yesno_tsv(path)
     root = _load_json(Path(path))
     if isinstance(root, dict) and isinstance(root.get("data"), list):
         return read_bioasq_yesno_file(path, golden)
@@ -278,7 +319,8 @@ def cut_by_question(split: YesNoSplit, fraction: float, seed: int) -> tuple[YesN
 
 def find_yesno_files(folder: str | os.PathLike) -> dict[str, Path]:
     """The yes/no files of ``folder``: ``train`` / ``dev`` / ``test`` JSON (``train_set.json`` ... as PubMedQA's
-    ``pqal_fold*`` folders; ``.json.gz`` accepted; dev optional), else BioBERT's BioASQ files
+    ``pqal_fold*`` folders; ``.json.gz`` accepted; dev optional), else the same as BLURB's TSV (``train.tsv`` ...),
+    else BioBERT's BioASQ files
     (``*train*yesno*.json``, ``*test*yesno*.json`` and a ``*golden*.json``), else a single JSON file
     (``ori_pqal.json``: PubMedQA's official split is applied).
 
@@ -297,6 +339,9 @@ def find_yesno_files(folder: str | os.PathLike) -> dict[str, Path]:
     found = find_named_splits(folder, (".json", ".json.gz"))
     if "train" in found and "test" in found:
         return found
+    found = find_named_splits(folder, (".tsv", ".tsv.gz"))  # BLURB's BioASQ form
+    if "train" in found and "test" in found:
+        return found
     train = [p for p in files if "train" in p.name.lower() and "yesno" in p.name.lower()]
     test = [p for p in files if "test" in p.name.lower() and "yesno" in p.name.lower()]
     golden = [p for p in files if "golden" in p.name.lower()]
@@ -305,7 +350,8 @@ def find_yesno_files(folder: str | os.PathLike) -> dict[str, Path]:
     if len(files) == 1:
         return {"all": files[0]}
     raise DatasetUnavailableError(
-        f"{folder}: expected train.json (or train_set.json), dev.json (optional) and test.json; or BioBERT's "
+        f"{folder}: expected train.json (or train_set.json), dev.json (optional) and test.json; or BLURB's BioASQ "
+        "train.tsv, dev.tsv, test.tsv; or BioBERT's "
         "BioASQ-train-yesno-*.json, BioASQ-test-yesno-*.json and a *_golden.json; or one PubMedQA file "
         f"(ori_pqal.json); found {', '.join(p.name for p in files) or 'no JSON file'}"
     )
