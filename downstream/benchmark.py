@@ -350,7 +350,7 @@ def format_benchmark_markdown(report: dict[str, Any]) -> str:
                          f"{format_mean_std(row['summary']['test'].get(metric, {}))} | " + " | ".join(cells) + " |")  # fmt: skip
     blurb = report.get("blurb") or {}
     if blurb:
-        why = {**report["missing"], **{n: f"failed: {w}" for n, w in (report.get("failed") or {}).items()}}
+        why = {**dict.fromkeys(report["missing"], "not present, see below"), **dict.fromkeys(report.get("failed") or {}, "failed, see below")}
         lines += blurb_markdown(blurb, blurb.get("model_names", {}), why, marks)
     if report["missing"]:
         lines += ["", "Not present, left out: " + "; ".join(f"{n} ({why})" for n, why in report["missing"].items()) + "."]
