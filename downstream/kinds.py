@@ -46,7 +46,7 @@ def build_task(kind: str, files: dict[str, Path], **options):
     return task_class(kind)(files, **options)
 
 
-def prepare_task(settings, *, labels: list[str] | None = None):
+def prepare_task(settings, *, labels: list[str] | None = None, training: bool = True):
     """The task of ``settings``' data (a :class:`downstream.settings.FinetuneSettings`), every split
     tokenised with the checkpoint's tokenizer: what a trial run, an evaluation, a search and a range test
     all start from.
@@ -54,16 +54,21 @@ def prepare_task(settings, *, labels: list[str] | None = None):
     Args:
         settings: the run's settings (``task``, the data, ``checkpoint``, ``max_seq_length``).
         labels: a saved model's label order, taken before encoding (evaluation of a fine-tuned model).
+        training: whether the task will be trained on (a trial, a search, a range test); ``False`` for an
+            evaluation, which needs no training split.
 
     Returns:
         ``(task, tokenizer)``.
 
     Raises:
         DownstreamError: unknown task kind, missing or bad data, labels that do not match the data's, a
-            ``max_seq_length`` the checkpoint cannot take.
+            ``max_seq_length`` the checkpoint cannot take; for ``training``, data a kind can score but not train
+            on (its ``not_trainable`` says why: EBM PICO without its training file).
     """
     kind_class = task_class(settings.task)
     task = build_task(settings.task, kind_class.locate_files(settings), **kind_class.options(settings))
+    if training and getattr(task, "not_trainable", None):
+        raise DownstreamError(task.not_trainable)
     if labels is not None:
         task.use_labels(labels)
     tokenizer = load_tokenizer(str(settings.checkpoint))

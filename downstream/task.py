@@ -112,7 +112,9 @@ class Task(Protocol):
 
     Instance attributes: ``labels``, ``f1_name``, ``metric_mode``, ``model_class_name``. A kind whose datasets
     differ in their metrics or prediction file (GLUE) sets ``headline_metrics``, ``report_metrics``,
-    ``trial_metrics``, ``table_metrics`` and ``predictions_filename`` on the instance too.
+    ``trial_metrics``, ``table_metrics`` and ``predictions_filename`` on the instance too. A kind whose data may
+    come without a training split (PICO) sets ``not_trainable``, the reason, on such an instance:
+    :func:`downstream.kinds.prepare_task` then refuses to train, and evaluation still works.
     """
 
     kind: ClassVar[str]

@@ -113,7 +113,7 @@ def evaluate_model(settings: FinetuneSettings) -> dict[str, Any]:
     check_model_fits_kind(model_dir, settings.task)
     kind_class = task_class(settings.task)
     labels = model_labels(model_dir) if getattr(kind_class, "has_labels", True) else []
-    task, tokenizer = prepare_task(settings, labels=labels)
+    task, tokenizer = prepare_task(settings, labels=labels, training=False)
     output_dir = Path(settings.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     scratch = output_dir / ".evaluate-scratch"

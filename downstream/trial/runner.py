@@ -229,8 +229,6 @@ def run_trials(settings: FinetuneSettings) -> dict[str, Any]:
     if output_dir.exists() and not output_dir.is_dir():
         raise DownstreamError(f"--output-dir {output_dir}: exists and is a file, not a folder")
     task, tokenizer = prepare_task(settings)
-    if getattr(task, "not_trainable", None):  # a kind whose data can be scored but not trained on (PICO without train)
-        raise DownstreamError(task.not_trainable)
     output_dir.mkdir(parents=True, exist_ok=True)  # only once the inputs are known good: no empty folders
     counts = task.counts()
     logger.info(
