@@ -61,8 +61,6 @@ DATA_ROOT_LAYOUT = {
     "gad-blurb": "re/gad-blurb",
     "bioasq-blurb": "qa/bioasq-blurb",
     "ebm-pico": "pico/ebm-pico",
-    "biosses": "sts/biosses",
-    "hoc": "doc-classification/hoc",
 }
 
 def suite_datasets(suite: str) -> list[str]:
@@ -95,6 +93,8 @@ def locate(name: str, data_root: Path | None) -> tuple[dict[str, Any] | None, st
         return _trainable({"dataset": name}, name, where)
     except DatasetUnavailableError:
         pass
+    if data_root is not None and name not in DATA_ROOT_LAYOUT:
+        return None, "not shipped, not cached, and no folder of --data-root is known for it (pass it with finetune --data-dir)"
     if data_root is not None:
         folder = Path(data_root) / DATA_ROOT_LAYOUT[name]
         if folder.is_dir() and any(folder.iterdir()):
