@@ -85,6 +85,7 @@ def test_without_train_a_model_can_be_scored_not_trained(tmp_path, tiny_checkpoi
 
     task.encode(load_tokenizer(str(tiny_checkpoint)), max_seq_length=16)
     assert len(task.dataset("train")) == 0 and len(task.dataset("dev")) >= 2
+    assert task.counts()["train"]["file"].startswith("absent (train.tsv not in") and task.counts()["train"]["sentences"] == 0
     baseline = task.baseline("test")  # best single tag: accuracy of O; an element's F1 for all-that-element
     assert baseline["predictions"]["accuracy"] == "O" and baseline["values"]["f1"] > 0
     result = runner.invoke(app, ["finetune", "--loader", "pico", "--data-dir", str(tmp_path), "--ckpt", str(tiny_checkpoint),

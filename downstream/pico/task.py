@@ -113,6 +113,8 @@ class PicoTask(ClassifierTask):
 
     def counts(self) -> dict[str, dict[str, Any]]:
         counts = {name: {"file": str(split.path), **split.counts()} for name, split in self.splits.items()}
+        if self.not_trainable:
+            counts["train"]["file"] = f"absent ({self.splits['train'].path.name} not in {self.splits['train'].path.parent})"
         for name, encoded in self.encoded.items():
             counts[name].update(encoded.stats)
         return counts
