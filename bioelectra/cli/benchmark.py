@@ -26,12 +26,12 @@ from bioelectra.cli.finetune import Precision
 @app.command("benchmark")
 def benchmark(
     ckpt: Annotated[str, typer.Option(help="Checkpoint, as finetune's --ckpt (a shipped name, a folder, a hub id, a TF checkpoint, a size preset).")] = DEFAULT_CKPT,
-    suite: Annotated[str, typer.Option(help="ner, re, qa (extractive and yes/no), all, or dataset names separated by commas.")] = "ner",
+    suite: Annotated[str, typer.Option(help="ner, re, qa (extractive and yes/no), pico, all, blurb (BLURB's 13 datasets and the BLURB score), or dataset names separated by commas.")] = "ner",
     trials: Annotated[int, typer.Option(min=1, help="Seeded trials per dataset (GAD: per fold).")] = 3,
     protocol: Annotated[str, typer.Option(help="default (this project's finetune defaults), bio-electra, blurb or electra; stated in the report.")] = "default",
     data_root: Annotated[
         Path | None,
-        typer.Option("--data-root", help="A folder laid out like ../shared/data (ner/<name>/, re/<name>/, qa/covid-qa/, corpus/pubmedqa-pqal/) for datasets neither shipped nor cached."),
+        typer.Option("--data-root", help="A folder laid out like ../shared/data (ner/<name>/, re/<name>/, qa/covid-qa/, qa/bioasq-blurb/, pico/ebm-pico/, corpus/pubmedqa-pqal/) for datasets neither shipped nor cached."),
     ] = None,
     output_dir: Annotated[Path | None, typer.Option("--output-dir", help="[default: runs/benchmark-<ckpt>-<suite>-<protocol>]")] = None,
     epochs: Annotated[float | None, typer.Option(min=0.0, show_default=False, help="Override the protocol's epochs (small runs).")] = None,
