@@ -61,6 +61,8 @@ DATA_ROOT_LAYOUT = {
     "gad-blurb": "re/gad-blurb",
     "bioasq-blurb": "qa/bioasq-blurb",
     "ebm-pico": "pico/ebm-pico",
+    "biosses": "sts/biosses",
+    "hoc": "doc-classification/hoc",
 }
 
 def suite_datasets(suite: str) -> list[str]:
