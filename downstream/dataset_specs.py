@@ -422,13 +422,11 @@ BLURB_FORM_DATASETS: dict[str, DatasetSpec] = {
     spec.name: spec
     for spec in [
         DatasetSpec(
-            name="jnlpba-blurb",
-            task="ner",
+            name="jnlpba-blurb", task="ner",
             title="JNLPBA 2004 in BLURB's form (its own train / dev split; bare B / I tags, 8,662 test mentions)",
             entity_types=("protein", "DNA", "RNA", "cell_line", "cell_type"),
             untyped_entity_type="bio-entity",
-            archive_url="",
-            archive_member="",
+            archive_url="", archive_member="",  # never downloaded
             original_url="http://www.geniaproject.org/shared-tasks/bionlp-jnlpba-shared-task-2004",
             citation="Kim et al., JNLPBA workshop, 2004; Gu et al., ACM Transactions on Computing for Healthcare 3(1), 2021",
             sha256={
@@ -442,12 +440,10 @@ BLURB_FORM_DATASETS: dict[str, DatasetSpec] = {
             get_from=f"{BLURB_DATA_GENERATION}, run on the JNLPBA 2004 shared-task files (Genia4ER): train.tsv, dev.tsv, test.tsv",
         ),
         DatasetSpec(
-            name="gad-blurb",
-            task="re",
+            name="gad-blurb", task="re",
             title="GAD gene-disease associations, BLURB's train / dev / test split",
             entity_types=("GENE", "DISEASE"),
-            archive_url="",
-            archive_member="",
+            archive_url="", archive_member="",  # never downloaded
             original_url="https://geneticassociationdb.nih.gov/",
             citation="Becker et al., Nature Genetics 36:431-432, 2004; Bravo et al., BMC Bioinformatics 16:55, 2015; Gu et al. 2021",
             sha256={
@@ -455,17 +451,13 @@ BLURB_FORM_DATASETS: dict[str, DatasetSpec] = {
                 "dev.tsv": "ede2bebdf5fa6094a493801f447bb7827ab0e5511fa0c399234e9e77a96d7159",
                 "test.tsv": "68fe2b2bddefac2cd5d35b4bc8a13bceee95ee9a582a623632981e893cdb512e",
             },
-            labels=("0", "1"),
-            in_suites=False,
+            labels=("0", "1"), in_suites=False,
             get_from=f"{BLURB_DATA_GENERATION}, run on BioBERT's GAD files: train.tsv, dev.tsv, test.tsv with the header index<TAB>sentence<TAB>label",
         ),
         DatasetSpec(
-            name="bioasq-blurb",
-            task="yesno",
+            name="bioasq-blurb", task="yesno",
             title="BioASQ 7b yes/no questions in BLURB's form (one passage per question: its snippets joined)",
-            entity_types=(),
-            archive_url="",
-            archive_member="",
+            entity_types=(), archive_url="", archive_member="",  # never downloaded
             original_url="http://bioasq.org/",
             citation="Tsatsaronis et al., BMC Bioinformatics 16:138, 2015; Gu et al. 2021",
             sha256={
@@ -481,12 +473,10 @@ BLURB_FORM_DATASETS: dict[str, DatasetSpec] = {
             ),
         ),
         DatasetSpec(
-            name="ebm-pico",
-            task="pico",
+            name="ebm-pico", task="pico",
             title="EBM PICO (EBM-NLP 2.00 in BLURB's form: IO tags for participants, interventions, outcomes)",
             entity_types=("PAR", "INT", "OUT"),
-            archive_url="",
-            archive_member="",
+            archive_url="", archive_member="",  # never downloaded
             original_url="https://github.com/bepnye/EBM-NLP",
             citation="Nye et al., A Corpus with Multi-Level Annotations of Patients, Interventions and Outcomes, ACL 2018; Gu et al. 2021",
             sha256={

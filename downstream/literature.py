@@ -19,7 +19,7 @@ from typing import Any
 from downstream.errors import DownstreamError
 
 #: The metrics a literature figure may be given in (finetune's names).
-LITERATURE_METRICS = ("f1", "accuracy", "exact_match", "strict_accuracy", "lenient_accuracy", "mrr")
+LITERATURE_METRICS = ("f1", "accuracy", "exact_match", "strict_accuracy", "lenient_accuracy", "mrr", "pearson")
 
 #: The fields every source must state.
 SOURCE_FIELDS = ("citation", "url", "where", "evidence", "protocol")

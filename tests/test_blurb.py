@@ -163,6 +163,12 @@ def test_literature_has_blurb_scores_with_sources(tmp_path):
     assert scores["pubmedbert"].value == 81.10 and scores["biolinkbert-base"].value == 83.39
     assert "LinkBERT" in literature.sources[scores["biolinkbert-base"].source]["citation"]
     assert literature.lookup("bioasq-blurb", "accuracy")["biolinkbert-base"].value == 91.4
+    # PubMedBERT has a figure in each BLURB dataset's metric but EBM PICO's (none read yet)
+    from downstream.kinds import task_class
+
+    with_figure = {d for d in BLURB_DATASETS if d in DATASETS
+                   and "pubmedbert" in literature.lookup(d, task_class(DATASETS[d].task).benchmark_metrics[0][0])}  # fmt: skip
+    assert set(BLURB_DATASETS) - with_figure == {"ebm-pico"}
     data = json.loads(literature_file().read_text())
     data["suite_scores"][0]["source"] = "nowhere"
     (tmp_path / "l.json").write_text(json.dumps(data))
