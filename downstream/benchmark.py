@@ -309,6 +309,7 @@ def blurb_section(rows: list[dict[str, Any]], literature: Literature, *, limited
     section = blurb_report(ours, {} if limited else published, {} if limited else scores)
     section["limited"] = limited
     section["model_names"] = {m["key"]: m["name"] for m in literature.models}
+    section["files"] = {row["dataset"]: row["title"] for row in rows}  # which files: ChemProt and DDI are not BLURB's own
     return section
 
 

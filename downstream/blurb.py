@@ -94,7 +94,7 @@ def blurb_markdown(section: Mapping[str, Any], model_names: Mapping[str, str], m
     datasets), the score, the published BLURB scores over all 13, and what is missing with the reason.
 
     Args:
-        section: :func:`blurb_report`'s result.
+        section: :func:`blurb_report`'s result (with ``files``, dataset -> the files' title, when known).
         model_names: model key -> display name.
         missing_why: dataset -> why it is not in the table (not registered, no data, no training file, failed).
         marks: source key -> its footnote number in the report (the published scores' sources).
@@ -116,6 +116,8 @@ def blurb_markdown(section: Mapping[str, Any], model_names: Mapping[str, str], m
     if not ours["complete"]:
         lines += ["", f"Over {ours['num_datasets']} of {ours['num_total']} datasets: not comparable with a published BLURB "
                   "score, only with the published columns above (the same datasets)."]  # fmt: skip
+    if section.get("files"):
+        lines += ["", "Files: " + "; ".join(f"{name}: {title}" for name, title in section["files"].items() if name in ours["datasets"]) + "."]
     if section["published_scores"]:
         lines += ["", "Published BLURB scores (all 13 datasets): " + "; ".join(
             f"{model_names.get(k, k)} {v['value']:.2f}" + (f"<sup>{marks[v['source']]}</sup>" if marks and v["source"] in marks else "")

@@ -152,6 +152,7 @@ def test_benchmark_suite_blurb_scores_what_is_present(tmp_path, tiny_checkpoint,
     markdown = (out / "benchmark.md").read_text()
     assert "## BLURB score over 1 of 13 datasets" in markdown and "Published BLURB scores (all 13 datasets): PubMedBERT (BLURB) 81.10" in markdown
     assert "BioLinkBERT-base 83.39" in markdown and (out / "plots" / "benchmark.png").is_file()
+    assert "Files: ncbi-disease: NCBI disease corpus." in markdown
 
 
 # ------------------------------------------------------------------------------------------ literature
