@@ -118,6 +118,53 @@ def test_finetune_then_evaluate_pico(tmp_path, tiny_checkpoint):
 
 def test_training_file_help_says_where_it_comes_from():
     assert "https://github.com/bepnye/EBM-NLP" in TRAIN_FILE_HELP and "bioelectra evaluate --loader pico" in TRAIN_FILE_HELP
+    assert "build_ebm_pico_file" in TRAIN_FILE_HELP
+
+
+def ebm_nlp_tree(root):
+    """A hand-made EBM-NLP 2.00 layout (no text of the corpus): two documents, starting-span labels per element."""
+    docs = {"111": "Aspirin for adults with migraine . Pain fell", "22": "Zinc in children ."}
+    labels = {  # per element, one label per token; 111's "adults" is both a participant and an outcome: outcome wins
+        "participants": {"111": "0 0 1 1 1 0 0 0", "22": "0 0 1 0"},
+        "interventions": {"111": "1 0 0 0 0 0 0 0", "22": "1 0 0 0"},
+        "outcomes": {"111": "0 0 1 0 0 0 1 0", "22": "0 0 0 0"},
+    }
+    (root / "ebm_nlp_2_00" / "documents").mkdir(parents=True)
+    for pmid, text in docs.items():
+        (root / "ebm_nlp_2_00" / "documents" / f"{pmid}.tokens").write_text(text.replace(" ", "\n") + "\n")
+    for element, per_doc in labels.items():
+        folder = root / "ebm_nlp_2_00" / "annotations" / "aggregated" / "starting_spans" / element / "train"
+        folder.mkdir(parents=True)
+        for pmid, line in per_doc.items():
+            # comma-separated as ebm_nlp_demo.py reads them; one document newline-separated, as build_data.py splits
+            (folder / f"{pmid}.AGGREGATED.ann").write_text(line.replace(" ", "," if pmid == "111" else "\n") + "\n")
+    (root / "train_pmid.tsv").write_text("22,111")
+    return root
+
+
+def test_build_ebm_pico_from_an_ebm_nlp_copy(tmp_path):
+    from downstream.pico.ebm_nlp import build_ebm_pico_file, read_pmid_list
+
+    root = ebm_nlp_tree(tmp_path)
+    out = tmp_path / "pico" / "train.tsv"
+    counts = build_ebm_pico_file(root, read_pmid_list(root / "train_pmid.tsv"), out)
+    assert counts == {"documents": 2, "sentences": 3, "tokens": 12}
+    split = read_pico_file(out)
+    assert [s.document for s in split.sentences] == ["22", "111", "111"]  # the list's order
+    assert split.sentences[1].tags == ("I-INT", "O", "I-OUT", "I-PAR", "I-PAR", "O")  # outcomes win the overlap
+    assert split.sentences[2].words == ("Pain", "fell") and split.sentences[2].tags == ("I-OUT", "O")
+    assert out.read_text().startswith("-DOCSTART- (22)\n\nZinc\tI-INT\nin\tO\nchildren\tI-PAR\n.\tO\n\n-DOCSTART- (111)")
+    (root / "ebm_nlp_2_00" / "annotations" / "aggregated" / "starting_spans" / "outcomes" / "train" / "111.AGGREGATED.ann").write_text("0,1")
+    with pytest.raises(DataFormatError, match=r"111.AGGREGATED.ann: 2 labels for the 8 tokens of 111.tokens"):
+        build_ebm_pico_file(root, ["111"], tmp_path / "x.tsv")
+    assert not (tmp_path / "x.tsv").exists()  # nothing half-written
+    with pytest.raises(DataFormatError, match="PMID 9 of the split list is not in this EBM-NLP copy"):
+        build_ebm_pico_file(root, ["9"], tmp_path / "x.tsv")
+    with pytest.raises(DatasetUnavailableError, match="no EBM-NLP 2.00 corpus"):
+        build_ebm_pico_file(tmp_path / "pico", ["22"], tmp_path / "x.tsv")
+    (tmp_path / "bad.tsv").write_text("12,x3")
+    with pytest.raises(DataFormatError, match="expected PMIDs separated by commas, got 'x3'"):
+        read_pmid_list(tmp_path / "bad.tsv")
 
 
 @pytest.mark.shared_data

@@ -29,11 +29,11 @@ PICO_LABELS = ("O", *PICO_TAGS)
 #: Where the training file comes from when a folder has only dev and test (``../shared/data`` has no train).
 TRAIN_FILE_HELP = (
     "BLURB's EBM PICO training file (train.tsv, 3,842 abstracts) is not distributed with the dev and test files. "
-    "Build it from EBM-NLP 2.00 (ebm_nlp_2_00.tar.gz, https://github.com/bepnye/EBM-NLP): run BLURB's data-generation "
-    "pipeline (https://microsoft.github.io/BLURB/submit.html, its EBM PICO step follows EBM-NLP's "
-    "models/lstm-crf/build_data.py on the aggregated starting_spans annotations) for the PMIDs of "
-    "split_pmids/train_pmid.tsv, and put the result as train.tsv beside dev.tsv and test.tsv (same layout). "
-    "Without it, `bioelectra evaluate --loader pico` still scores a model trained elsewhere on dev and test"
+    "Build it from EBM-NLP 2.00 (ebm_nlp_2_00.tar.gz, https://github.com/bepnye/EBM-NLP, unpacked): "
+    "downstream.pico.ebm_nlp.build_ebm_pico_file(DIR, read_pmid_list('split_pmids/train_pmid.tsv'), 'train.tsv') "
+    "(EBM-NLP's models/lstm-crf/build_data.py rules, which BLURB's data generation follows; docs/guides/blurb.md), "
+    "with train.tsv beside dev.tsv and test.tsv. Without it, `bioelectra evaluate --loader pico` still scores a "
+    "model trained elsewhere on dev and test"
 )
 
 _DOCSTART = re.compile(r"^-DOCSTART-\s*\(?\s*([^)\s]*)\s*\)?\s*$")
