@@ -94,7 +94,8 @@ def blurb_markdown(section: Mapping[str, Any], model_names: Mapping[str, str], m
     datasets), the score, the published BLURB scores over all 13, and what is missing with the reason.
 
     Args:
-        section: :func:`blurb_report`'s result (with ``files``, dataset -> the files' title, when known).
+        section: :func:`blurb_report`'s result (with ``files``, dataset -> the files' title, when known; ``limited``
+            for a limited run, whose score stands alone).
         model_names: model key -> display name.
         missing_why: dataset -> why it is not in the table (not registered, no data, no training file, failed).
         marks: source key -> its footnote number in the report (the published scores' sources).
@@ -105,15 +106,17 @@ def blurb_markdown(section: Mapping[str, Any], model_names: Mapping[str, str], m
     models = list(section["published"])
     lines = ["", f"## {score_label(ours)}", "",
              "Test scores (percent); each task type is the mean of its datasets, the score the mean of the task types "
-             "(Gu et al. 2021). Published models: their figures averaged over the same datasets.", "",
-             "| task type | datasets | ours | " + " | ".join(model_names.get(k, k) for k in models) + " |",
+             "(Gu et al. 2021)." + (" Published models: their figures averaged over the same datasets." if models else ""), "",
+             "| " + " | ".join(["task type", "datasets", "ours", *(model_names.get(k, k) for k in models)]) + " |",
              "|---|---|---:|" + "---:|" * len(models)]  # fmt: skip
     for task_type, entry in ours["task_types"].items():
         cells = [f"{section['published'][k]['task_types'][task_type]['score']:.2f}" for k in models]
-        lines.append(f"| {task_type} | {', '.join(entry['datasets'])} | {entry['score']:.2f} | " + " | ".join(cells) + " |")
+        lines.append("| " + " | ".join([task_type, ", ".join(entry["datasets"]), f"{entry['score']:.2f}", *cells]) + " |")
     cells = [f"**{section['published'][k]['score']:.2f}**" for k in models]
-    lines.append(f"| **{score_label(ours)}** | | **{ours['score']:.2f}** | " + " | ".join(cells) + " |")
-    if not ours["complete"]:
+    lines.append("| " + " | ".join([f"**{score_label(ours)}**", "", f"**{ours['score']:.2f}**", *cells]) + " |")
+    if section.get("limited"):
+        lines += ["", "A limited run (steps or examples cut): its score is not set beside published figures."]
+    elif not ours["complete"]:
         lines += ["", f"Over {ours['num_datasets']} of {ours['num_total']} datasets: not comparable with a published BLURB "
                   "score, only with the published columns above (the same datasets)."]  # fmt: skip
     if section.get("files"):

@@ -62,7 +62,7 @@ def test_blurb_report_compares_published_models_over_the_same_datasets():
     assert section["published"]["pubmedbert"]["score"] == pytest.approx((87.82 + 77.24 + 55.84) / 3)  # ddi not ours: not used
     assert len(section["missing"]) == 10 and "ebm-pico" in section["missing"]
     text = "\n".join(blurb_markdown(section, {"pubmedbert": "PubMedBERT"}, {"ebm-pico": "no training file"}, {"linkbert-2022": 3}))
-    assert "## BLURB score over 3 of 13 datasets" in text and "| **BLURB score over 3 of 13 datasets** | | **63.33** | **73.63** |" in text
+    assert "## BLURB score over 3 of 13 datasets" in text and "| **BLURB score over 3 of 13 datasets** |  | **63.33** | **73.63** |" in text
     assert "PubMedBERT 81.10<sup>3</sup>" in text and "ebm-pico (no training file)" in text and "hoc (not in this suite run)" in text
 
 
@@ -141,7 +141,7 @@ def test_benchmark_suite_blurb_scores_what_is_present(tmp_path, tiny_checkpoint,
     (root / "pico" / "ebm-pico" / "train.tsv").unlink()  # as ../shared/data has it
     out = tmp_path / "bench"
     result = runner.invoke(app, ["benchmark", "--ckpt", str(tiny_checkpoint), "--suite", "blurb", "--trials", "1", "--data-root",
-                                 str(root), "--max-steps", "2", "--max-seq-length", "32", "--batch-size", "4", "--output-dir", str(out)])  # fmt: skip
+                                 str(root), "--epochs", "1", "--max-seq-length", "32", "--batch-size", "4", "--output-dir", str(out)])  # fmt: skip
     assert result.exit_code == 0, result.output + repr(result.exception)
     report = json.loads((out / "benchmark.json").read_text())
     assert [r["dataset"] for r in report["rows"]] == ["ncbi-disease"] and len(report["missing"]) == 12
@@ -153,6 +153,14 @@ def test_benchmark_suite_blurb_scores_what_is_present(tmp_path, tiny_checkpoint,
     assert "## BLURB score over 1 of 13 datasets" in markdown and "Published BLURB scores (all 13 datasets): PubMedBERT (BLURB) 81.10" in markdown
     assert "BioLinkBERT-base 83.39" in markdown and (out / "plots" / "benchmark.png").is_file()
     assert "Files: ncbi-disease: NCBI disease corpus." in markdown
+    # a limited run: our BLURB score alone, no published figures beside it
+    limited = runner.invoke(app, ["benchmark", "--ckpt", str(tiny_checkpoint), "--suite", "ncbi-disease", "--trials", "1", "--data-root",
+                                  str(root), "--max-steps", "1", "--max-seq-length", "32", "--output-dir", str(tmp_path / "limited")])  # fmt: skip
+    assert limited.exit_code == 0, limited.output + repr(limited.exception)
+    section = json.loads((tmp_path / "limited" / "benchmark.json").read_text())["blurb"]
+    assert section["limited"] and section["ours"]["num_datasets"] == 1 and section["published"] == {} == section["published_scores"]
+    text = (tmp_path / "limited" / "benchmark.md").read_text()
+    assert "its score is not set beside published figures" in text and "| task type | datasets | ours |\n|---|---|---:|\n" in text
 
 
 # ------------------------------------------------------------------------------------------ literature
