@@ -129,7 +129,7 @@ def test_nothing_imports_the_commands():
 
 #: The task kinds' folders: each holds one kind, which never imports another.
 KIND_PACKAGES = ("downstream.ner", "downstream.relation", "downstream.qa", "downstream.yesno", "downstream.glue", "downstream.pico",
-                 "downstream.similarity", "downstream.doc_classification")
+                 "downstream.similarity", "downstream.doc_classification", "downstream.linking")
 
 
 def kind_of(module: str) -> str | None:
