@@ -267,7 +267,9 @@ def test_a_limited_benchmark_is_marked_in_every_file(tmp_path, tiny_checkpoint, 
     assert "**Limited run**" in markdown and "--max-steps 3" in markdown and "--max-eval-examples 4" in markdown
     assert "3 epochs" not in markdown and "BLURB-style average" not in markdown
     report = json.loads((out / "benchmark.json").read_text())
-    assert report["limits"] == {"max_steps": 3, "max_eval_examples": 4} and report["blurb_average"] == {}
+    assert report["limits"] == {"max_steps": 3, "max_eval_examples": 4}
+    # the BLURB part: ours alone, no published average or score beside a limited run's
+    assert report["blurb"]["limited"] and report["blurb"]["published"] == {} and report["blurb"]["published_scores"] == {}
     trial_md = (out / "bc5cdr-chem" / "results.md").read_text()
     assert "**Limited run**" in trial_md and "--max-steps 3" in trial_md
     assert json.loads((out / "bc5cdr-chem" / "results.json").read_text())["limits"] == {"max_steps": 3, "max_eval_examples": 4}
