@@ -191,3 +191,14 @@ def test_real_corpora_and_medic_read_with_the_documented_counts():
     assert (len(medic), sum(len(c.names) for c in medic)) == (11915, 76237)
     ctd = read_ctd_diseases(root / "ctd-diseases-2017" / "CTD_diseases.tsv.gz")
     assert len(ctd) == 11865
+
+
+def test_a_data_dir_that_is_a_file_is_named_as_such(tmp_path):
+    from downstream.errors import DatasetUnavailableError
+    from downstream.linking.spec import linking_spec, locate
+
+    file = tmp_path / "NCBItrainset_corpus.txt"
+    file.write_text("x\n")
+    with pytest.raises(DatasetUnavailableError, match=r"NCBItrainset_corpus\.txt: a file, expected a folder laid out as"):
+        locate(linking_spec("ncbi-disease"), file)
+

@@ -41,6 +41,7 @@ def test_the_reader_keeps_ids_quotes_and_scores():
         ([HEADER, "1\tx\ty\t1", "1\tu\tv\t2"], r"x\.tsv:3: pair_id '1' repeated \(first on line 2\)"),
         ([HEADER, "1\t\ty\t1"], r"x\.tsv:2: pair '1' has an empty sentence"),
         ([HEADER], r"x\.tsv: no pairs"),
+        ([], r"x\.tsv: empty file \(expected a header pair_id"),
     ],
 )
 def test_bad_rows_name_the_file_and_line(tmp_path, lines, message):

@@ -125,10 +125,13 @@ def locate(spec: LinkingSpec, root: Path) -> dict[str, Path]:
     """The files of ``spec`` under ``root``: each split, ``vocabulary`` and ``typos`` where the spec has them.
 
     Raises:
-        DatasetUnavailableError: a file missing (the paths expected and where to get them named).
+        DatasetUnavailableError: ``root`` a file, or a file missing (the paths expected and where to get them
+            named).
     """
     wanted = {**spec.files, **({"vocabulary": spec.vocabulary} if spec.vocabulary else {}),
               **({"typos": spec.typos} if spec.typos else {})}  # fmt: skip
+    if root.exists() and not root.is_dir():
+        raise DatasetUnavailableError(f"{root}: a file, expected a folder laid out as {', '.join(wanted.values())}")
     files = {key: root / rel for key, rel in wanted.items()}
     missing = [str(p) for p in files.values() if not p.is_file()]
     if missing:

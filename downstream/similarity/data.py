@@ -62,7 +62,9 @@ def read_similarity_file(path: str | os.PathLike) -> SimilaritySplit:
     with open(path, encoding="utf-8-sig", newline="") as handle:
         reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE, strict=False)
         header = next(reader, None)
-        if header is None or tuple(h.strip() for h in header) != SIMILARITY_COLUMNS:
+        if not header:
+            raise DataFormatError(f"{path}: empty file (expected a header {'<TAB>'.join(SIMILARITY_COLUMNS)} and one pair per line)")
+        if tuple(h.strip() for h in header) != SIMILARITY_COLUMNS:
             raise DataFormatError(f"{path}:1: header {header!r}, expected {'<TAB>'.join(SIMILARITY_COLUMNS)}")
         for row in reader:
             line = reader.line_num
