@@ -6,6 +6,7 @@ PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
+export NO_MKDOCS_2_WARNING ?= 1
 
 .PHONY: venv demo demo-table test docs lint bench clean
 
