@@ -41,7 +41,8 @@ Accuracy is over all examples (negatives included). Zero denominators give 0, no
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +50,8 @@ import torch
 from torch import nn
 from transformers import ElectraModel, ElectraPreTrainedModel
 from transformers.modeling_outputs import SequenceClassifierOutput
+
+logger = logging.getLogger(__name__)
 
 
 class ElectraForRelationClassification(ElectraPreTrainedModel):
@@ -261,6 +264,29 @@ def encode_sentence_pairs(examples: Sequence, tokenizer, target_of: Callable[[An
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]["input_ids"])) if sort_by_length else list(range(len(rows)))
     stats = {"examples": len(rows), "truncated": truncated, "subtokens": sum(len(r["input_ids"]) for r in rows)}
     return EncodedReSplit(features=[rows[i] for i in order], example_index=order, stats=stats)
+
+
+def encode_pair_splits(examples: Mapping[str, Sequence], tokenizer, target_of: Callable[[Any], Any], *,
+                       max_seq_length: int, unit: str) -> dict[str, EncodedReSplit]:  # fmt: skip
+    """:func:`encode_sentence_pairs` of every split: ``train`` in file order, the others in length order (evaluation
+    batches of alike lengths); the examples cut to ``max_seq_length`` logged per split.
+
+    Args:
+        examples: split name -> its examples (``text_a``, ``text_b``, ``label``).
+        tokenizer, target_of, max_seq_length: as :func:`encode_sentence_pairs`.
+        unit: what an example is, for the log line (``"pairs"``, ``"sentences"``, ``"examples"``).
+
+    Returns:
+        split name -> its :class:`EncodedReSplit`.
+    """
+    encoded = {}
+    for name, items in examples.items():
+        encoded[name] = encode_sentence_pairs(items, tokenizer, target_of, max_seq_length=max_seq_length,
+                                              sort_by_length=name != "train")  # fmt: skip
+        if encoded[name].stats["truncated"]:
+            logger.info("%s: %d of %d %s cut to %d sub-tokens", name, encoded[name].stats["truncated"], len(items), unit,
+                        max_seq_length)  # fmt: skip
+    return encoded
 
 
 def first_output(logits, labels=None):

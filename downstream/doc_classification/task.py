@@ -18,12 +18,11 @@ Every development and test abstract's labels are written (``dev_predictions.tsv`
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any, ClassVar
 
 from bioelectra.textio import atomic_write_text
-from downstream.classification import RE_HEADS, EncodedReSplit, encode_sentence_pairs
+from downstream.classification import RE_HEADS, EncodedReSplit, encode_pair_splits
 from downstream.doc_classification.analysis import doc_errors, doc_report
 from downstream.doc_classification.card import CARD, card_sections
 from downstream.doc_classification.data import DocSplit, find_doc_files, label_names, read_doc_file
@@ -36,8 +35,6 @@ from downstream.doc_classification.metrics import (
 )
 from downstream.errors import DataFormatError, DownstreamError
 from downstream.task import ClassifierTask, EvalResult, best_constant
-
-logger = logging.getLogger(__name__)
 
 #: The baseline that gives every abstract every label (the best single prediction for an F1 on rare labels).
 EVERY_LABEL = "every label"
@@ -170,12 +167,9 @@ class DocClassificationTask(ClassifierTask):
         return counts
 
     def encode(self, tokenizer, *, max_seq_length: int) -> None:
-        for name, split in self.splits.items():
-            self.encoded[name] = encode_sentence_pairs(split.sentences, tokenizer, lambda flags: [float(v) for v in flags],
-                                                       max_seq_length=max_seq_length, sort_by_length=name != "train")  # fmt: skip
-            if self.encoded[name].stats["truncated"]:
-                logger.info("%s: %d of %d sentences cut to %d sub-tokens", name, self.encoded[name].stats["truncated"],
-                            len(split.sentences), max_seq_length)  # fmt: skip
+        sentences = {name: split.sentences for name, split in self.splits.items()}
+        self.encoded.update(encode_pair_splits(sentences, tokenizer, lambda flags: [float(v) for v in flags],
+                                               max_seq_length=max_seq_length, unit="sentences"))  # fmt: skip
 
     def dataset(self, name: str) -> EncodedReSplit:
         return self.encoded[name]

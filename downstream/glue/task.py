@@ -11,12 +11,11 @@ back; MRPC and STS-B train on both orders of each pair (``double_unordered``). R
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any, ClassVar
 
 from bioelectra.textio import atomic_write_text
-from downstream.classification import RE_HEADS, EncodedReSplit, encode_sentence_pairs, first_output
+from downstream.classification import RE_HEADS, EncodedReSplit, encode_pair_splits, first_output
 from downstream.errors import DownstreamError
 from downstream.glue.analysis import glue_classification_report, glue_errors
 from downstream.glue.card import CARD, card_sections
@@ -31,8 +30,6 @@ from downstream.glue.spec import (
     is_glue_name,
 )
 from downstream.task import ClassifierTask, EvalResult, argmax_logits, best_constant
-
-logger = logging.getLogger(__name__)
 
 #: The GLUE server's note on test predictions (the test labels are hidden).
 UNSCORED = (
@@ -180,12 +177,8 @@ class GlueTask(ClassifierTask):
         return counts
 
     def encode(self, tokenizer, *, max_seq_length: int) -> None:
-        for name, split in self.splits.items():
-            self.encoded[name] = encode_sentence_pairs(split.examples, tokenizer, self._target, max_seq_length=max_seq_length,
-                                                       sort_by_length=name != "train")  # fmt: skip
-            if self.encoded[name].stats["truncated"]:
-                logger.info("%s: %d of %d examples cut to %d sub-tokens", name, self.encoded[name].stats["truncated"],
-                            len(split.examples), max_seq_length)  # fmt: skip
+        examples = {name: split.examples for name, split in self.splits.items()}
+        self.encoded.update(encode_pair_splits(examples, tokenizer, self._target, max_seq_length=max_seq_length, unit="examples"))
 
     def dataset(self, name: str) -> EncodedReSplit:
         return self.encoded[name]

@@ -12,7 +12,6 @@ The input is ``[CLS] sent1 [SEP] sent2 [SEP]``, the longer sentence cut first
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -20,7 +19,7 @@ from bioelectra.textio import atomic_write_text
 from downstream.classification import (
     RE_HEADS,
     EncodedReSplit,
-    encode_sentence_pairs,
+    encode_pair_splits,
     first_output,
     regression_scores,
 )
@@ -29,8 +28,6 @@ from downstream.similarity.analysis import similarity_errors, similarity_report
 from downstream.similarity.card import CARD, card_sections
 from downstream.similarity.data import SimilaritySplit, find_similarity_files, read_similarity_file
 from downstream.task import SPLITS, ClassifierTask, EvalResult
-
-logger = logging.getLogger(__name__)
 
 #: How the similarity scores are computed, stated in every result.
 SIMILARITY_METRIC_MODE = (
@@ -128,12 +125,8 @@ class SimilarityTask(ClassifierTask):
         return counts
 
     def encode(self, tokenizer, *, max_seq_length: int) -> None:
-        for name, split in self.splits.items():
-            self.encoded[name] = encode_sentence_pairs(split.examples, tokenizer, float, max_seq_length=max_seq_length,
-                                                       sort_by_length=name != "train")  # fmt: skip
-            if self.encoded[name].stats["truncated"]:
-                logger.info("%s: %d of %d pairs cut to %d sub-tokens", name, self.encoded[name].stats["truncated"],
-                            len(split.examples), max_seq_length)  # fmt: skip
+        examples = {name: split.examples for name, split in self.splits.items()}
+        self.encoded.update(encode_pair_splits(examples, tokenizer, float, max_seq_length=max_seq_length, unit="pairs"))
 
     def dataset(self, name: str) -> EncodedReSplit:
         return self.encoded[name]
