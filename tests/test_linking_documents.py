@@ -39,7 +39,7 @@ def _predicted(tmp_path, sixth: dict[str, str]):
 def test_score_files_counts_concepts_not_mentions(tmp_path):
     # gold diseases: kidney failure and renal failure (both D051437), tremor (D014202)
     path = _predicted(tmp_path, {"kidney failure": "D051437", "tremor": "-", "renal failure": "D007674"})
-    scores = score_files(GOLD, path, entity_type="disease")
+    scores = score_files(GOLD, path, entity_type="disease", dataset="bc5cdr-disease")
     assert (scores["tp"], scores["fp"], scores["fn"]) == (1, 1, 1)  # tremor not linked: missed, adds nothing
     assert scores["published"]["DNorm (CDR_Data_README.txt)"]["f1"] == 0.81
 

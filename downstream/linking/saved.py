@@ -56,7 +56,7 @@ def save_linker(directory: Path, dictionary: Dictionary, spec, record: dict[str,
     (tmp / "preferred.tsv").write_text("\n".join(preferred) + "\n", encoding="utf-8")
     card = {
         "format": LINKER_FORMAT, "kind": "linking", "linker": "dense" if encoder is not None else "sparse",
-        "dataset": spec.name, "entity_type": spec.entity_type or "Disease", "ngram_range": list(ngram_range),
+        "dataset": spec.name, "entity_type": spec.linked_type, "ngram_range": list(ngram_range),
         "sparse_weight": sparse_weight if encoder is not None else None, "method": record.get("method"),
         "seed": record.get("seed"), "dev": record.get("dev"), "test": record.get("test"),
         "num_names": len(dictionary), "num_concepts": len(dictionary.id_set()),
@@ -75,6 +75,29 @@ def save_linker(directory: Path, dictionary: Dictionary, spec, record: dict[str,
     return directory
 
 
+def read_linker_card(directory: str | Path) -> dict[str, Any]:
+    """The card (``linker.json``) of the linker saved in ``directory``, without loading the linker: its
+    ``entity_type``, ``dataset``, ``linker`` (``sparse`` / ``dense``) and the rest (module docstring).
+
+    Raises:
+        DownstreamError: a missing file (not a saved linker), a ``linker.json`` that is not a JSON object, or
+            another format version.
+    """
+    directory = Path(directory)
+    missing = [n for n in ("linker.json", "names.tsv", "preferred.tsv") if not (directory / n).exists()]
+    if missing:
+        raise DownstreamError(f"{directory}: not a saved linker (missing {', '.join(missing)}; expected a linking trial's linker/ folder)")
+    try:
+        card = json.loads((directory / "linker.json").read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DownstreamError(f"{directory}/linker.json: not JSON ({exc})") from None
+    if not isinstance(card, dict):
+        raise DownstreamError(f"{directory}/linker.json: expected a JSON object, got {type(card).__name__}")
+    if card.get("format") != LINKER_FORMAT:
+        raise DownstreamError(f"{directory}/linker.json: format {card.get('format')!r}, expected {LINKER_FORMAT}")
+    return card
+
+
 def load_linker(directory: str | Path):
     """The linker saved in ``directory`` and its dictionary: ``(linker, dictionary, card)``; ``linker`` has
     ``search(texts, k) -> (indices, scores)`` (a :class:`~downstream.linking.sparse.SparseLinker` or a
@@ -86,12 +109,7 @@ def load_linker(directory: str | Path):
     from downstream.linking.sparse import SparseLinker
 
     directory = Path(directory)
-    missing = [n for n in ("linker.json", "names.tsv", "preferred.tsv") if not (directory / n).exists()]
-    if missing:
-        raise DownstreamError(f"{directory}: not a saved linker (missing {', '.join(missing)}; expected a linking trial's linker/ folder)")
-    card = json.loads((directory / "linker.json").read_text(encoding="utf-8"))
-    if card.get("format") != LINKER_FORMAT:
-        raise DownstreamError(f"{directory}/linker.json: format {card.get('format')!r}, expected {LINKER_FORMAT}")
+    card = read_linker_card(directory)
     dictionary = Dictionary()
     for lineno, line in enumerate((directory / "names.tsv").read_text(encoding="utf-8").splitlines(), start=1):
         name, sep, ids = line.partition("\t")

@@ -47,6 +47,11 @@ class LinkingSpec:
     citation: str
     get_from: str = field(default="")
 
+    @property
+    def linked_type(self) -> str:
+        """The entity type its linkers link (``entity_type``; NCBI-disease's four types are all ``Disease``)."""
+        return self.entity_type or "Disease"
+
 
 _MEDIC = "medic/medic_06Jul2012.txt"
 _BIOSYN = "https://github.com/dmis-lab/BioSyn (preprocess/resources/)"
@@ -121,15 +126,24 @@ def data_root(data_dir: Path | None) -> Path:
     return Path(data_dir) if data_dir is not None else cache_root() / "datasets" / "linking"
 
 
-def locate(spec: LinkingSpec, root: Path) -> dict[str, Path]:
+def locate(spec: LinkingSpec, root: Path, keys: tuple[str, ...] | None = None) -> dict[str, Path]:
     """The files of ``spec`` under ``root``: each split, ``vocabulary`` and ``typos`` where the spec has them.
 
+    Args:
+        keys: only these files (``("test",)``: the test corpus alone); ``None``: all.
+
     Raises:
+        DownstreamError: ``keys`` names a file the benchmark does not have (its files named).
         DatasetUnavailableError: ``root`` a file, or a file missing (the paths expected and where to get them
             named).
     """
     wanted = {**spec.files, **({"vocabulary": spec.vocabulary} if spec.vocabulary else {}),
               **({"typos": spec.typos} if spec.typos else {})}  # fmt: skip
+    if keys is not None:
+        lacking = [k for k in keys if k not in wanted]
+        if lacking:
+            raise DownstreamError(f"{spec.name}: no {' or '.join(lacking)} file (it has {', '.join(wanted)})")
+        wanted = {k: wanted[k] for k in keys}
     if root.exists() and not root.is_dir():
         raise DatasetUnavailableError(f"{root}: a file, expected a folder laid out as {', '.join(wanted.values())}")
     files = {key: root / rel for key, rel in wanted.items()}

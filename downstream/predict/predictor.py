@@ -22,7 +22,8 @@ from downstream.relation.predict import RelationClassifier
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PREDICTORS", "EntityTagger", "RelationClassifier", "check_model_dir", "load_predictor", "resolve_device"]
+__all__ = ["PREDICTORS", "EntityTagger", "RelationClassifier", "check_model_dir", "entity_types", "load_predictor", "resolve_device",
+           "untyped_entity_of"]
 
 
 #: Model kind (:func:`check_model_dir`) -> its predictor class.
@@ -54,7 +55,6 @@ def load_predictor(
             ``max_seq_length`` < 8 or ``batch_size`` < 1.
     """
     from downstream.checkpoints import load_tokenizer, quiet_transformers
-    from downstream.settings import check_entity_type
     from downstream.trial.evaluate import model_labels
 
     model_dir = Path(model_dir)
@@ -66,13 +66,7 @@ def load_predictor(
     labels = model_labels(model_dir)
     predictor_class.check_labels(labels, model_dir)
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-    untyped_entity = config.get("entity_type") or UNTYPED_ENTITY  # set by whoever saved the model; not required
-    try:
-        if not isinstance(untyped_entity, str):
-            raise ValueError("expected a string")
-        check_entity_type(untyped_entity)
-    except ValueError as exc:
-        raise DownstreamError(f"--model {model_dir}: config.json entity_type {untyped_entity!r}: {exc}") from None
+    untyped_entity = untyped_entity_of(config, model_dir)
     positions = config.get("max_position_embeddings")
     if isinstance(positions, int) and max_seq_length > positions:
         logger.info("--max-seq-length %d is more than the model's %d positions: using %d", max_seq_length, positions, positions)
@@ -97,3 +91,43 @@ def load_predictor(
     model.to(torch_device, dtype=inference_dtype(torch_device)).eval()  # bfloat16 on CUDA
     return predictor_class(model_dir, model, tokenizer, labels, device=torch_device, max_seq_length=max_seq_length, batch_size=batch_size,
                untyped_entity=untyped_entity)  # fmt: skip
+
+
+def untyped_entity_of(config: dict, model_dir: str | Path) -> str:
+    """The entity type of a NER model's bare ``B`` / ``I`` labels: its ``config.json``'s ``entity_type`` (set by
+    whoever saved the model; not required), else :data:`~downstream.predict.results.UNTYPED_ENTITY`.
+
+    Raises:
+        DownstreamError: an ``entity_type`` that is not a type name (the folder and the value named).
+    """
+    from downstream.settings import check_entity_type
+
+    untyped_entity = config.get("entity_type") or UNTYPED_ENTITY
+    try:
+        if not isinstance(untyped_entity, str):
+            raise ValueError("expected a string")
+        check_entity_type(untyped_entity)
+    except ValueError as exc:
+        raise DownstreamError(f"--model {model_dir}: config.json entity_type {untyped_entity!r}: {exc}") from None
+    return untyped_entity
+
+
+def entity_types(model_dir: str | Path) -> list[str]:
+    """The entity types a saved NER model finds, in label order, each once: ``Disease`` for ``B-Disease`` /
+    ``I-Disease``; for bare ``B`` / ``I`` labels :func:`untyped_entity_of`.
+
+    Raises:
+        DownstreamError: no ``config.json`` or ``id2label`` (:func:`~downstream.trial.evaluate.model_labels`), a
+            bad ``entity_type`` in it.
+    """
+    from downstream.trial.evaluate import model_labels
+
+    model_dir = Path(model_dir)
+    labels = model_labels(model_dir)
+    config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    found: dict[str, None] = {}
+    for label in labels:
+        prefix, _, kind = label.partition("-")
+        if prefix in ("B", "I"):
+            found[kind or untyped_entity_of(config, model_dir)] = None
+    return list(found)
