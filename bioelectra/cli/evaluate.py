@@ -43,7 +43,7 @@ def evaluate(
         typer.Option("--entity-type", "--entity_type", show_default=False, help="NER: the entity type of the files' bare B / I tags, when it is not known from a registered dataset's name; a typed model is scored on bare tags of another type only when this names the model's type."),
     ] = None,
     precision: Annotated[Precision, typer.Option(help="auto: bf16 on GPUs that support it, fp32 otherwise.")] = Precision.auto,
-    linker: Annotated[Path | None, typer.Option(show_default=False, help="--loader linking: a saved entity linker (a linking trial's linker/ folder). The NER --model finds the entities of the test abstracts of --dataset (ncbi-disease, bc5cdr-disease, bc5cdr-chemical), the linker links those of its type, and each abstract's concept ids are scored against the gold ones (document-level precision, recall, F1, as BioCreative V CDR's DNER task) beside published figures [default --output-dir: runs/linking-end-to-end-<dataset>].")] = None,
+    linker: Annotated[Path | None, typer.Option(show_default=False, help="--loader linking: a saved entity linker (a linking trial's linker/ folder). The NER --model finds the entities of the test abstracts of --dataset (ncbi-disease, bc5cdr-disease, bc5cdr-chemical), the linker links those of its type, and each abstract's concept ids are scored against the gold ones (document-level precision, recall, F1, as BioCreative V CDR's DNER task) beside published figures; --output-dir defaults to runs/linking-end-to-end-<dataset>.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
 ) -> None:
     """Score a saved fine-tuned model on dev and test with the metrics, files and report keys of a trial; with

@@ -6,7 +6,8 @@ mentions' offsets do not count).
 
 Both files are PubTator (:func:`downstream.linking.corpus.read_corpus`): the gold corpus, and the output of
 ``bioelectra predict --linker DIR --format pubtator`` on its abstracts (entities not linked, ``-``, add no
-concept).
+concept); ``bioelectra evaluate --loader linking --linker DIR`` runs both steps on a benchmark's test set
+(:mod:`downstream.linking.end_to_end`). The published figures a run is reported beside: :data:`PUBLISHED_DNER`.
 """
 
 from __future__ import annotations
