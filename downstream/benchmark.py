@@ -167,6 +167,17 @@ def run_dataset(name: str, settings: FinetuneSettings, *, hp_search: int | None 
     return run_trials(settings)
 
 
+def run_seconds(report: dict[str, Any]) -> float | None:
+    """Seconds a dataset's run took: the sum over its trials (every fold's) of ``train_seconds`` (training with
+    its development evaluations) and ``test_seconds``; ``None`` when a trial recorded neither (an older file).
+    Wall-clock time on the machine that ran it: the hyper-parameter search and data reading are not in it."""
+    trials = [t for r in (report.get("fold_reports") or [report]) for t in r.get("trials", [])]
+    parts = [(t.get("train_seconds"), t.get("test_seconds")) for t in trials]
+    if not parts or any(train is None and test is None for train, test in parts):
+        return None
+    return round(sum((train or 0.0) + (test or 0.0) for train, test in parts), 1)
+
+
 def summary_of(report: dict[str, Any]) -> dict[str, Any]:
     """``{"dev": {metric: {"mean", "std", "n"}}, "test": ...}`` of a run (cross-validation: over folds)."""
     summary = report.get("summary_over_folds") or report["summary"]
@@ -254,7 +265,7 @@ def run_benchmark(
             "output_dir": str(settings.output_dir), "num_trials": settings.num_trials,
             "folds": report.get("folds"), "settings": {k: getattr(settings, k) for k in
                 ("learning_rate", "num_train_epochs", "per_device_train_batch_size", "max_seq_length", "warmup_ratio", "optimizer")},
-            "summary": summary_of(report),
+            "summary": summary_of(report), "seconds": run_seconds(report),
         })  # fmt: skip
         result = build_report(base, rows, missing, literature, protocol=protocol, suite=suite)
         write_report(result, output_dir)  # after each dataset: an interrupted benchmark still has its table
@@ -322,6 +333,11 @@ def format_mean_std(stats: dict[str, Any]) -> str:
     return f"{100 * stats['mean']:.2f} ± {100 * std:.2f}" if std is not None else f"{100 * stats['mean']:.2f}"
 
 
+def format_minutes(seconds: float | None) -> str:
+    """``run_seconds``'s figure in minutes (``"12.3"``), ``"-"`` when unknown."""
+    return "-" if seconds is None else f"{seconds / 60:.1f}"
+
+
 def format_benchmark_markdown(report: dict[str, Any]) -> str:
     """``benchmark.md``: the table (ours, then the published figures with footnote marks), the BLURB score
     (:func:`downstream.blurb.blurb_markdown`), the missing datasets and the sources."""
@@ -336,11 +352,12 @@ def format_benchmark_markdown(report: dict[str, Any]) -> str:
         "",
         *([limited_run_note(limits), ""] if limits else []),
         f"{protocol}. {report['num_trials']} seeded trial(s) per dataset (GAD: per fold); "
-        "ours: mean ± sample std (ddof=1) over the trials, percent; published: test figures as printed, the "
+        "ours: mean ± sample std (ddof=1) over the trials, percent; minutes: all the dataset's trials, training "
+        "(with its development evaluations) and test, on the machine that ran them; published: test figures as printed, the "
         "source in the footnote. Splits, pre-processing and protocols differ between sources (see the notes).",
         "",
-        "| dataset | metric | ours dev | ours test | " + " | ".join(m["name"] for m in models) + " |",
-        "|---|---|---:|---:|" + "---:|" * len(models),
+        "| dataset | metric | ours dev | ours test | minutes | " + " | ".join(m["name"] for m in models) + " |",
+        "|---|---|---:|---:|---:|" + "---:|" * len(models),
     ]
     for row in report["rows"]:
         for metric, title in task_class(row["task"]).benchmark_metrics:
@@ -350,7 +367,8 @@ def format_benchmark_markdown(report: dict[str, Any]) -> str:
                 f = figures.get(m["key"])
                 cells.append(f"{f['value']:.2f}<sup>{marks[f['source']]}</sup>" if f else "")
             lines.append(f"| {row['dataset']} | {title} | {format_mean_std(row['summary']['dev'].get(metric, {}))} | "
-                         f"{format_mean_std(row['summary']['test'].get(metric, {}))} | " + " | ".join(cells) + " |")  # fmt: skip
+                         f"{format_mean_std(row['summary']['test'].get(metric, {}))} | {format_minutes(row.get('seconds'))} | "
+                         + " | ".join(cells) + " |")  # fmt: skip
     blurb = report.get("blurb") or {}
     if blurb:
         why = {**dict.fromkeys(report["missing"], "not present, see below"), **dict.fromkeys(report.get("failed") or {}, "failed, see below")}

@@ -11,6 +11,7 @@ from pretrain_fixture import TINY_HPARAMS, make_data_dir
 from typer.testing import CliRunner
 
 from bioelectra.cli import app
+from downstream.benchmark import format_minutes, run_seconds
 from downstream.dataset_specs import DATASETS
 from downstream.errors import DownstreamError
 from downstream.literature import SOURCE_FIELDS, literature_file, load_literature
@@ -105,6 +106,10 @@ def test_benchmark_runs_the_present_sets_resumes_and_lists_the_missing(tmp_path,
     assert "| bc5cdr-chem | entity-level F1 |" in markdown and "93.47<sup>" in markdown and "Sources:" in markdown
     assert "## BLURB score over 2 of 13 datasets" in markdown and "Not present, left out: bc2gm" in markdown
     saved = json.loads((out / "bc5cdr-chem" / "results.json").read_text())
+    # the time a dataset took: its trial's training and test seconds, in the table in minutes
+    trial = saved["trials"][0]
+    assert chem["seconds"] == round(trial["train_seconds"] + trial["test_seconds"], 1) > 0
+    assert f"| {format_minutes(chem['seconds'])} |" in markdown.split("| bc5cdr-chem |")[1].splitlines()[0]
     # bare tags typed as the registry says, the folder being named like the dataset
     assert saved["labels"] == ["O", "B-Chemical", "I-Chemical"] and saved["entity_type"] == "Chemical"
     # a re-run reuses both; with one dataset's results gone, only that one runs again
@@ -219,3 +224,13 @@ def test_report_to_is_checked_before_any_work(tmp_path):
     result = runner.invoke(app, ["finetune", "--dataset", "ncbi-disease", "--report-to", "nosuchlogger", "--output-dir", str(tmp_path / "x")])
     assert result.exit_code == 2 and "--report-to nosuchlogger: unknown" in result.output
     assert not (tmp_path / "x").exists()
+
+
+def test_run_seconds_sums_every_trial_of_every_fold():
+    trials = [{"train_seconds": 60.0, "test_seconds": 6.5}, {"train_seconds": 30.0, "test_seconds": 3.5}]
+    assert run_seconds({"trials": trials}) == 100.0
+    # cross-validation: the folds' reports
+    assert run_seconds({"fold_reports": [{"trials": trials}, {"trials": trials[:1]}]}) == 166.5
+    # a trial with no time recorded (an older file): unknown, never a partial sum
+    assert run_seconds({"trials": [*trials, {"seed": 3}]}) is None and run_seconds({"trials": []}) is None
+    assert format_minutes(None) == "-" and format_minutes(90) == "1.5"

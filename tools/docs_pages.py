@@ -189,6 +189,72 @@ def render_recorded_table(name: str) -> str:
     return "\n".join(lines)
 
 
+def benchmark_records(suite: str = "blurb") -> list[dict]:
+    """The recorded benchmark runs of ``suite`` (``docs/results/data/benchmark/*.json``, written by
+    ``tools/record_benchmark.py``), the shipped model first, then its untrained twin, then the others."""
+    records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((RESULTS / "benchmark").glob("*.json"))]
+    order = {"bioelectra-small": 0, "bioelectra-small-untrained": 1}
+    return sorted((r for r in records if r["suite"] == suite), key=lambda r: (order.get(r["checkpoint"], 2), r["checkpoint"]))
+
+
+def render_blurb() -> str:
+    """The BLURB table: every recorded ``benchmark --suite blurb`` run side by side (test mean ± std per dataset
+    in BLURB's metric, the minutes it took), the published figures, the task-type averages and the score."""
+    from downstream.benchmark import format_mean_std
+    from downstream.blurb import BLURB_TASK_TYPES, score_label
+    from downstream.kinds import task_class
+
+    records = benchmark_records("blurb")
+    if not records:
+        return "No `benchmark --suite blurb` run is recorded yet."
+    first = records[0]
+    models = [m for m in first["models"] if m["key"] in ("pubmedbert", "biobert-blurb", "biolinkbert-base")]
+    marks = {key: i for i, key in enumerate(first["sources"], start=1)}
+    lines = [f"{i}. `{r['command']}` ({r['date']}, {r['device']}, {r['load']}; "
+             + ", ".join(f"{k} {v}" for k, v in r["versions"].items()) + f"; first reported in `{r['commit']}`)"
+             for i, r in enumerate(records, start=1)]  # fmt: skip
+    names = [r["checkpoint"] for r in records]
+    lines += ["", "| task type | dataset | metric (test) | " + " | ".join(names) + " | " + " | ".join(m["name"] for m in models)
+              + " | minutes (" + " / ".join(names) + ") |",
+              "|---|---|---|" + "---:|" * (len(names) + len(models) + 1)]  # fmt: skip
+    rows = [{row["dataset"]: row for row in r["rows"]} for r in records]
+    missing = {**{n: why for r in records for n, why in r["missing"].items()}}
+    for task_type, datasets in BLURB_TASK_TYPES.items():
+        for name in datasets:
+            found = [by_name.get(name) for by_name in rows]
+            any_row = next((f for f in found if f), None)
+            if any_row is None:
+                lines.append(f"| {task_type} | {name} | | " + " | ".join(["-"] * len(names)) + " | " + " | ".join([""] * len(models))
+                             + f" | not run: {missing.get(name, 'not in the run yet')} |")  # fmt: skip
+                continue
+            metric, title = task_class(any_row["task"]).benchmark_metrics[0]
+            ours = [format_mean_std(f["summary"]["test"].get(metric, {})) if f else "-" for f in found]
+            published = []
+            for m in models:
+                figure = any_row["literature"].get(metric, {}).get(m["key"])
+                published.append(f"{figure['value']:.2f}<sup>{marks[figure['source']]}</sup>" if figure else "")
+            minutes = " / ".join("-" if not f or f.get("seconds") is None else f"{f['seconds'] / 60:.1f}" for f in found)
+            lines.append(f"| {task_type} | {name} | {title} | " + " | ".join(ours) + " | " + " | ".join(published) + f" | {minutes} |")
+    lines += ["", "| | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    for task_type in BLURB_TASK_TYPES:
+        cells = []
+        for r in records:
+            entry = r["blurb"]["ours"]["task_types"].get(task_type)
+            cells.append(f"{entry['score']:.2f}" if entry else "-")
+        lines.append(f"| {task_type} | " + " | ".join(cells) + " |")
+    scores = [f"**{r['blurb']['ours']['score']:.2f}** ({score_label(r['blurb']['ours'])})" for r in records]
+    lines.append("| **BLURB score** | " + " | ".join(scores) + " |")
+    published_scores = first["blurb"].get("published_scores") or {}
+    model_names = first["blurb"].get("model_names", {})
+    if published_scores:
+        lines += ["", "Published BLURB scores, all 13 datasets: " + "; ".join(
+            f"{model_names.get(k, k)} {v['value']:.2f}" + (f"<sup>{marks[v['source']]}</sup>" if v["source"] in marks else "")
+            for k, v in published_scores.items()) + "."]  # fmt: skip
+    lines += ["", "Sources:", ""]
+    lines += [f"{i}. {first['sources'][key]['citation']}. <{first['sources'][key]['url']}>" for key, i in marks.items()]
+    return "\n".join(lines)
+
+
 #: Whole generated pages: path (from the repository root) -> renderer.
 PAGES: dict[str, Callable[[], str]] = {
     "docs/reference/cli.md": docs_reference.render_cli,
@@ -221,6 +287,7 @@ BLOCKS: dict[tuple[str, str], Callable[[], str]] = {
     ("docs/results/performance.md", "pretrain-step"): render_pretrain_step,
     ("docs/results/performance.md", "adamw-update"): render_adamw_update,
     ("docs/results/performance.md", "sampling"): render_sampling,
+    ("docs/results/index.md", "blurb"): render_blurb,
 }
 
 
