@@ -162,6 +162,9 @@ def test_top_k_is_exact_and_ordered():
     indices, values = top_k(scores, 3)
     assert indices.tolist() == [[1, 3, 2], [0, 1, 2]]
     assert values[0].tolist() == pytest.approx([0.9, 0.9, 0.5])
+    best, value = top_k(scores, 1)  # the arg-max: the first of equal maxima
+    assert best.tolist() == [[1], [0]] and value.tolist() == [[scores[0, 1]], [scores[1, 0]]]
+    assert top_k(np.zeros((1, 5), dtype=np.float32), 1)[0].tolist() == [[0]]
 
 
 def test_sparse_linker_finds_the_nearest_name():
@@ -170,9 +173,17 @@ def test_sparse_linker_finds_the_nearest_name():
     indices, scores = linker.search(["breast cancers", "tremors", "ovarian cancer"], 2)
     assert indices[:, 0].tolist() == [1, 3, 2]
     assert scores[2, 0] == pytest.approx(1.0) and (scores[:, 0] >= scores[:, 1]).all()
-    # the two products (a few texts, many texts) give the same scores
+    # the two products (gathered: a few texts; dense: many texts whose n-grams have many names) give the same
+    # bits, so a text's scores do not depend on what is scored with it
     many = ["breast cancers", "tremors", "ovarian cancer"] * (SMALL_BATCH // 3 + 1)
-    assert np.allclose(linker.scores(many)[:3], linker.scores(many[:3]), atol=1e-6)
+    assert linker._dense(linker.vectorizer.transform(many)) and not linker._dense(linker.vectorizer.transform(many[:3]))
+    assert np.array_equal(linker.scores(many)[:3], linker.scores(many[:3]))
+    assert np.array_equal(linker.search(many, 2)[1][:3], linker.search(many[:3], 2)[1])
+    gathered = linker.gathered_scores(linker.vectorizer.transform(["breast cancers"]), 0)  # (num_names,)
+    assert gathered.dtype == np.float32 and np.array_equal(gathered, linker.scores(many)[0])
+    # a text that shares no n-gram with a name: every score 0, the first name
+    assert linker.scores(["§"]).tolist() == [[0.0] * 4]
+    assert [a.tolist() for a in linker.search(["§"], 1)] == [[[0]], [[0.0]]]
 
 
 @pytest.mark.shared_data

@@ -15,7 +15,7 @@ REPORTED_K = (1, 5)
 
 def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` best columns of each row, best first (BioSyn's ``retrieve_candidate``: argpartition, then a
-    sort of the ``k``); ties keep the lower column first.
+    sort of the ``k``; for ``k == 1`` the arg-max, one pass without a copy); ties keep the lower column first.
 
     Args:
         scores: ``(num_queries, num_names)`` scores, higher is better.
@@ -25,6 +25,9 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         ``(indices, values)``, both ``(num_queries, k)``.
     """
     k = min(k, scores.shape[1])
+    if k == 1:
+        indices = scores.argmax(axis=1)[:, None]  # (num_queries, 1): the first of equal maxima
+        return indices, np.take_along_axis(scores, indices, axis=1)
     part = np.argpartition(-scores, k - 1, axis=1)[:, :k]  # (num_queries, k), unordered
     part_scores = np.take_along_axis(scores, part, axis=1)
     order = np.lexsort((part, -part_scores), axis=1)  # by score, then by column
