@@ -17,6 +17,9 @@ from downstream.linking.predict import EntityLinker, written_id
 from downstream.linking.saved import save_linker
 from downstream.linking.spec import LINKING_DATASETS
 from downstream.predict.files import predict_files
+from downstream.predict.formats import Document
+from downstream.predict.results import DocumentEntities, Entity
+from downstream.predict.stream import PredictorSpec, rendered_chunks
 
 # test_predict's fixtures: a tiny NER model trained until it tags SENTENCE's two diseases, one torch thread.
 ner_model = test_predict.ner_model
@@ -42,6 +45,69 @@ def test_best_names_are_searched_once_per_distinct_mention(linker_dir):
     again = linker.best_names(["dmd", "breast cancer"])
     assert searched == [["breast cancer", "dmd"]]  # the second call found both remembered
     assert first[0] == first[2] == again[1] and linker.dictionary.names[first[1][0]] == "dmd"
+
+
+def _document(doc_id: str, text: str, mentions: list[tuple[str, str]]) -> DocumentEntities:
+    """A prediction for ``text`` with an entity at the first occurrence of each ``(mention, type)``."""
+    entities = []
+    for mention, kind in mentions:
+        start = text.index(mention)
+        entities.append(Entity(doc_id, start, start + len(mention), mention, kind, 0.9))
+    return DocumentEntities(Document(doc_id, text), (), tuple(entities))
+
+
+def _searches(linker: EntityLinker) -> list[list[str]]:
+    """The texts of each search ``linker`` makes from now on."""
+    searched = []
+    search = linker.linker.search
+    linker.linker.search = lambda texts, k: searched.append(list(texts)) or search(texts, k)
+    return searched
+
+
+def test_a_chunk_is_linked_as_its_documents_one_at_a_time(linker_dir):
+    """link_many gives each document the entities link gives it alone, with one search for the chunk's new
+    mentions (each once); abbreviations are each document's own ("DMD" is the dystrophy where it is defined,
+    the OMIM entry's name elsewhere); entities of another type and documents without entities stay as they are."""
+    predictions = [
+        _document("1", "Duchenne muscular dystrophy (DMD) and breast cancer.",
+                  [("Duchenne muscular dystrophy", "Disease"), ("breast cancer", "Disease"), ("DMD", "Disease")]),
+        _document("2", "No disease here.", []),
+        _document("3", "Cisplatin for breast neoplasms; DMD.", [("Cisplatin", "Chemical"), ("breast neoplasms", "disease"),
+                                                                 ("DMD", "Disease")]),
+        _document("4", "Breast Cancer again, and x.", [("Breast Cancer", "Disease"), ("x", "Disease")]),
+    ]  # fmt: skip
+    one_at_a_time = EntityLinker(linker_dir)
+    per_document = [one_at_a_time.link(p) for p in predictions]
+    chunk_linker = EntityLinker(linker_dir)
+    searched = _searches(chunk_linker)
+    per_chunk = chunk_linker.link_many(predictions)
+    assert per_chunk == per_document
+    assert searched == [["duchenne muscular dystrophy", "breast cancer", "breast neoplasms", "dmd", "x"]]
+    ids = [[e.concept_id for e in p.entities] for p in per_chunk]
+    assert ids == [["D020388", "D001943", "D020388"], [], [None, "D001943", "OMIM:310200"], ["D001943", "D020388"]]
+    assert per_chunk[1] is predictions[1] and per_chunk[2].entities[0] == predictions[2].entities[0]
+    assert per_chunk[3].entities[1].concept_score == 0.0  # "x" shares no n-gram with a name: the first name, score 0
+    assert chunk_linker.link_many([]) == [] and len(searched) == 1
+
+
+def test_predict_links_each_chunk_with_one_search(ner_model, linker_dir):
+    """rendered_chunks (what predict runs) hands the linker each chunk at once, searches a mention once, and
+    writes what linking each document alone writes."""
+    documents = [Document(str(i), SENTENCE) for i in range(6)]
+    spec = PredictorSpec(str(ner_model), device="cpu")
+    predictor = spec.load()
+    linker = EntityLinker(linker_dir)
+    calls = []
+    link_many = linker.link_many
+    linker.link_many = lambda predictions: calls.append(len(predictions)) or link_many(predictions)
+    searched = _searches(linker)
+    chunks = list(rendered_chunks(spec, documents, output_format="jsonl", chunk_documents=4, predictor=predictor, linker=linker))
+    assert calls == [4, 2]
+    assert searched == [["duchenne muscular dystrophy", "breast cancer"]]  # the second chunk's were remembered
+    alone = EntityLinker(linker_dir)
+    expected = [predictor.render(alone.link(p), "jsonl") for p in predictor.predict(documents)]
+    assert [text for _, rendered in chunks for text, _ in rendered] == expected
+    assert '"concept_id": "D020388"' in expected[0]
 
 
 def test_written_ids():

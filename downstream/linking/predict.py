@@ -12,6 +12,7 @@ and the score the best name's (cosine, or ``dense + w * sparse`` for a dense lin
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 from downstream.linking.preprocess import find_abbreviations, normalize, resolve_abbreviations
@@ -54,19 +55,37 @@ class EntityLinker:
             self.cache.update({t: (int(i), float(s)) for t, i, s in zip(new, indices[:, 0], scores[:, 0], strict=True)})
         return [self.cache[t] for t in texts]
 
+    def link_many(self, predictions: Sequence) -> list:
+        """:meth:`link` of each of ``predictions`` (:class:`~downstream.predict.results.DocumentEntities`), in
+        order, with one search for the mentions of all of them not seen before (``predict`` links a chunk of
+        documents at once: one vectorisation and one call of the linker instead of one per document). The
+        entities are those :meth:`link` gives each prediction alone: a mention's best name does not depend on
+        the other mentions searched with it."""
+        wanted_type = self.entity_type.lower()
+        wanted = [[i for i, e in enumerate(p.entities) if e.type.lower() == wanted_type] for p in predictions]
+        texts = []
+        for prediction, rows in zip(predictions, wanted, strict=True):
+            if rows:
+                abbreviations = find_abbreviations(prediction.document.text)
+                texts += [normalize(resolve_abbreviations(prediction.entities[i].text, abbreviations)) or "-" for i in rows]
+        best = iter(self.best_names(texts))
+        linked = []
+        for prediction, rows in zip(predictions, wanted, strict=True):
+            if not rows:
+                linked.append(prediction)
+                continue
+            entities = list(prediction.entities)
+            for i in rows:
+                index, score = next(best)
+                concept = self.dictionary.concept_ids[index][0]
+                entities[i] = dataclasses.replace(
+                    entities[i], concept_id=written_id(concept), concept_name=self.dictionary.preferred.get(concept, ""),
+                    concept_score=score,
+                )  # fmt: skip
+            linked.append(dataclasses.replace(prediction, entities=tuple(entities)))
+        return linked
+
     def link(self, prediction):
         """``prediction`` (a :class:`~downstream.predict.results.DocumentEntities`) with each entity of the linker's
         type (any case) given ``concept_id``, ``concept_name`` and ``concept_score``; other entities unchanged."""
-        wanted = [i for i, e in enumerate(prediction.entities) if e.type.lower() == self.entity_type.lower()]
-        if not wanted:
-            return prediction
-        abbreviations = find_abbreviations(prediction.document.text)
-        texts = [normalize(resolve_abbreviations(prediction.entities[i].text, abbreviations)) or "-" for i in wanted]
-        entities = list(prediction.entities)
-        for i, (index, score) in zip(wanted, self.best_names(texts), strict=True):
-            concept = self.dictionary.concept_ids[index][0]
-            entities[i] = dataclasses.replace(
-                entities[i], concept_id=written_id(concept), concept_name=self.dictionary.preferred.get(concept, ""),
-                concept_score=score,
-            )  # fmt: skip
-        return dataclasses.replace(prediction, entities=tuple(entities))
+        return self.link_many([prediction])[0]

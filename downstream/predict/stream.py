@@ -76,10 +76,11 @@ def share_cores(predictor, threads: int) -> None:
 
 def render_chunk(predictor, chunk: list[Document], output_format: str, linker=None) -> list[tuple[str, int]]:
     """``(text, predictions)`` per document of ``chunk``: its output in ``output_format`` and its count
-    (entities, or 1 for a classified sentence); with ``linker``, entities are linked first."""
+    (entities, or 1 for a classified sentence); with ``linker``, entities are linked first, the whole chunk's
+    at once (:meth:`~downstream.linking.predict.EntityLinker.link_many`)."""
     predictions = predictor.predict(chunk)
     if linker is not None:
-        predictions = (linker.link(p) for p in predictions)
+        predictions = linker.link_many(list(predictions))
     return [(predictor.render(p, output_format), predictor.count(p)) for p in predictions]
 
 
