@@ -129,14 +129,15 @@ def tree_rss_mb(pid: int) -> float:
     return total / 2**20
 
 
-def measure(argv: list[str]) -> dict:
-    """Run this script with ``argv`` in a subprocess; its JSON plus the sampled peak RSS of its process tree."""
+def measure(argv: list[str], script: str | Path = __file__) -> dict:
+    """Run ``script`` (default this one) with ``argv`` in a subprocess; the JSON it prints last, plus the sampled
+    peak RSS of its process tree, its CPU time and the load average before it."""
     import resource
 
     load = os.getloadavg()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.perf_counter()
-    process = subprocess.Popen([sys.executable, __file__, *argv], stdout=subprocess.PIPE, cwd=REPO,
+    process = subprocess.Popen([sys.executable, str(script), *argv], stdout=subprocess.PIPE, cwd=REPO,
                                env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})  # fmt: skip
     peak = [0.0]
 
