@@ -110,6 +110,19 @@ def test_predict_links_each_chunk_with_one_search(ner_model, linker_dir):
     assert '"concept_id": "D020388"' in expected[0]
 
 
+@pytest.mark.slow
+def test_two_workers_link_what_one_links(ner_model, linker_dir, tmp_path):
+    """Worker processes load the linker and link their chunks as this process does."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": str(i), "text": SENTENCE}) + "\n" for i in range(6)), encoding="utf-8")
+    one = predict_files(ner_model, [corpus], output=tmp_path / "one.jsonl", device="cpu", chunk_documents=2, linker_dir=linker_dir)
+    two = predict_files(ner_model, [corpus], output=tmp_path / "two.jsonl", device="cpu", chunk_documents=2, num_workers=2,
+                        linker_dir=linker_dir)  # fmt: skip
+    assert (two.documents, two.predictions) == (one.documents, one.predictions) == (6, 12)
+    assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+    assert (tmp_path / "one.jsonl").read_text().count('"concept_id": "D020388"') == 6
+
+
 def test_written_ids():
     assert (written_id("D001943"), written_id("310200")) == ("D001943", "OMIM:310200")
 
