@@ -168,8 +168,9 @@ def report(args, corpus: Path, workdir: Path) -> dict:
             runs[way][-1]["entities_linked"] = linked_entities(out)
             print(json.dumps({way: runs[way][-1]}), file=sys.stderr, flush=True)
     first = runs["without_linker"][0]
-    plain, linked = entities_by_document(workdir / "without_linker-0.jsonl"), entities_by_document(workdir / "with_linker-0.jsonl")
-    if plain != linked or any((r["documents"], r["entities"]) != (first["documents"], first["entities"]) for rs in runs.values() for r in rs):
+    counts = {(r["documents"], r["entities"]) for way_runs in runs.values() for r in way_runs}
+    found = [entities_by_document(workdir / f"{way}-0.jsonl") for way in runs]  # (document, start, end, type)
+    if len(counts) > 1 or found[0] != found[1]:
         raise SystemExit(f"{corpus}: the runs without and with the linker found different entities; nothing to compare")
     documents = first["documents"]
     without = statistics.median(r["seconds"] for r in runs["without_linker"])
@@ -177,10 +178,12 @@ def report(args, corpus: Path, workdir: Path) -> dict:
     result = {
         "benchmark": "predict_linking", "date": datetime.date.today().isoformat(), "device": device(args.device),
         "versions": versions(),
-        "model": str(args.model), "linker": {"dir": str(args.linker), **{k: card.get(k) for k in ("linker", "entity_type", "ngram_range", "num_names")}},
+        "model": str(args.model),
+        "linker": {"dir": str(args.linker), **{k: card.get(k) for k in ("linker", "entity_type", "ngram_range", "num_names")}},
         "corpus": str(args.corpus) if args.corpus else f"OHSUMED, the first {args.documents} documents",
         "workers": args.workers, "batch_size": args.batch_size, "repeats": args.repeats, "runs": runs,
-        "documents": documents, "entities": first["entities"], "entities_linked": runs["with_linker"][0]["entities_linked"],
+        "documents": documents, "entities": first["entities"],
+        "entities_linked": runs["with_linker"][0]["entities_linked"],
         "seconds_without_linker": round(without, 2), "seconds_with_linker": round(with_linker, 2),
         "seconds_per_document_without_linker": round(without / documents, 5),
         "seconds_per_document_with_linker": round(with_linker / documents, 5),

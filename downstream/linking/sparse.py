@@ -56,11 +56,11 @@ class SparseLinker:
         (:meth:`gathered_scores`): each text alone, over the names of its own n-grams only (the work is the
         number of names its n-grams have). Dense: the names' sparse matrix times the texts' dense vectors (the
         work is every name's every n-gram, times the texts, but vectorised over the texts), for
-        :data:`SMALL_BATCH` texts or more whose n-grams have many names. On the 2-core machine, 256 mentions
-        predicted in OHSUMED abstracts against NCBI-disease's 73,026 names, in ms a mention gathered / dense:
-        2-4-grams (193,000 names per mention's n-grams, 5.0 M stored entries) 1.2 / 3.9; BioSyn's 1-2-grams
-        (687,000; 2.6 M) 3.8 / 2.7; 1-3-grams (717,000; 4.3 M) 3.2 / 3.0: gathering costs about 6 times what a
-        dense entry does, hence :data:`DENSE_POSTINGS_FRACTION`."""
+        :data:`SMALL_BATCH` texts or more whose n-grams have many names. On the 2-core machine (shared with other
+        jobs), 256 mentions predicted in OHSUMED abstracts against NCBI-disease's 73,026 names, in ms a mention
+        gathered / dense: 2-4-grams (193,000 names per mention's n-grams, 5.0 M stored entries) 1.2 / 3.9;
+        BioSyn's 1-2-grams (687,000; 2.6 M) 3.8 / 2.7; 1-3-grams (717,000; 4.3 M) 3.2 / 3.0: gathering costs
+        about 6 times what a dense entry does, hence :data:`DENSE_POSTINGS_FRACTION`."""
         if self._dense(vectors):
             return np.ascontiguousarray((self.name_vectors @ vectors.toarray().T).T)  # (num_texts, num_names)
         out = np.empty((vectors.shape[0], self.name_vectors.shape[0]), dtype=np.float32)
