@@ -60,7 +60,7 @@ def make_record(bench_dir: Path, *, command: str, load: str, date: str | None = 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     return {
         "command": command,
-        "date": date or datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+        "date": date or datetime.datetime.now(datetime.UTC).date().isoformat(),
         "device": device or f"{cpu_device_name()}, {round(os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30)} GB",
         "load": load,
         "versions": versions(),
