@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from bioelectra.cli import app
 from downstream.errors import DownstreamError
 from downstream.linking.dictionary import Dictionary
-from downstream.linking.predict import EntityLinker, written_id
+from downstream.linking.predict import EntityLinker, preferred_concept, written_id
 from downstream.linking.saved import save_linker
 from downstream.linking.spec import LINKING_DATASETS
 from downstream.predict.files import predict_files
@@ -74,7 +74,7 @@ def test_a_chunk_is_linked_as_its_documents_one_at_a_time(linker_dir):
         _document("2", "No disease here.", []),
         _document("3", "Cisplatin for breast neoplasms; DMD.", [("Cisplatin", "Chemical"), ("breast neoplasms", "disease"),
                                                                  ("DMD", "Disease")]),
-        _document("4", "Breast Cancer again, and x.", [("Breast Cancer", "Disease"), ("x", "Disease")]),
+        _document("4", "Breast Cancer again, and x; - too.", [("Breast Cancer", "Disease"), ("x", "Disease"), ("-", "Disease")]),
     ]  # fmt: skip
     one_at_a_time = EntityLinker(linker_dir)
     per_document = [one_at_a_time.link(p) for p in predictions]
@@ -84,9 +84,10 @@ def test_a_chunk_is_linked_as_its_documents_one_at_a_time(linker_dir):
     assert per_chunk == per_document
     assert searched == [["duchenne muscular dystrophy", "breast cancer", "breast neoplasms", "dmd", "x"]]
     ids = [[e.concept_id for e in p.entities] for p in per_chunk]
-    assert ids == [["D020388", "D001943", "D020388"], [], [None, "D001943", "OMIM:310200"], ["D001943", "D020388"]]
+    assert ids == [["D020388", "D001943", "D020388"], [], [None, "D001943", "OMIM:310200"], ["D001943", None, None]]
     assert per_chunk[1] is predictions[1] and per_chunk[2].entities[0] == predictions[2].entities[0]
-    assert per_chunk[3].entities[1].concept_score == 0.0  # "x" shares no n-gram with a name: the first name, score 0
+    # "x" shares no n-gram with any name (every score 0) and "-" is empty once prepared: neither is linked
+    assert per_chunk[3].entities[1:] == predictions[3].entities[1:]
     assert chunk_linker.link_many([]) == [] and len(searched) == 1
 
 
@@ -121,6 +122,18 @@ def test_two_workers_link_what_one_links(ner_model, linker_dir, tmp_path):
     assert (two.documents, two.predictions) == (one.documents, one.predictions) == (6, 12)
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
     assert (tmp_path / "one.jsonl").read_text().count('"concept_id": "D020388"') == 6
+
+
+def test_a_name_of_a_mesh_and_an_omim_concept_gives_the_mesh_id(tmp_path):
+    """MEDIC gives "colorectal cancer" to OMIM 114500 before MeSH D015179; the corpora annotate it D015179."""
+    assert preferred_concept(("114500", "D015179")) == "D015179" and preferred_concept(("C535468", "D1")) == "C535468"
+    assert preferred_concept(("310200",)) == "310200"
+    dictionary = Dictionary()
+    dictionary.add("colorectal cancer", ["114500"], readable="Colorectal cancer (OMIM)")
+    dictionary.add("colorectal cancer", ["D015179"], readable="Colorectal Neoplasms")
+    folder = save_linker(tmp_path / "l", dictionary, LINKING_DATASETS["ncbi-disease"], {}, ngram_range=(1, 2))
+    (linked,) = EntityLinker(folder).link_many([_document("1", "Colorectal cancer.", [("Colorectal cancer", "Disease")])])
+    assert (linked.entities[0].concept_id, linked.entities[0].concept_name) == ("D015179", "Colorectal Neoplasms")
 
 
 def test_written_ids():

@@ -3,10 +3,12 @@ linker's type gets the concept of its nearest dictionary name (:class:`EntityLin
 
 A mention is prepared as the gold mentions were for training and scoring (:mod:`downstream.linking.preprocess`):
 abbreviations defined in its document resolved, then lower case and punctuation removed; composite mentions
-are not split (a predicted mention has no ids to say how many parts it has). The concept written is the first
-id of the best name (MEDIC: the MeSH id, before any OMIM one), its name the dictionary's readable name for it,
-and the score the best name's (cosine, or ``dense + w * sparse`` for a dense linker). OMIM ids are written
-``OMIM:<n>``, MeSH ids bare (as BC5CDR's PubTator files).
+are not split (a predicted mention has no ids to say how many parts it has). The concept written is the best
+name's MeSH id when it has one, else its first id (:func:`preferred_concept`), its name the dictionary's
+readable name for it, and the score the best name's (cosine, or ``dense + w * sparse`` for a dense linker).
+OMIM ids are written ``OMIM:<n>``, MeSH ids bare (as BC5CDR's PubTator files). A mention left empty by the
+preparation (``"-"``, ``"("``) or whose best score is 0 or below (no character n-gram in common with any name)
+is not linked: nothing supports any concept.
 """
 
 from __future__ import annotations
@@ -25,6 +27,15 @@ CACHE_SIZE = 100_000
 def written_id(concept_id: str) -> str:
     """A concept id as output files write it: OMIM numbers ``OMIM:<n>``, MeSH ids bare."""
     return f"OMIM:{concept_id}" if concept_id.isdigit() else concept_id
+
+
+def preferred_concept(concept_ids: Sequence[str]) -> str:
+    """The concept a name's ids give a predicted mention: its first MeSH id (``D...`` / ``C...``), else its first
+    id. MEDIC gives one name to a MeSH concept and an OMIM entry alike ("colorectal cancer": OMIM 114500 and
+    MeSH D015179, the OMIM entry first in the vocabulary's order), and the corpora annotate such mentions with the
+    MeSH id: NCBI-disease's test file gives "colorectal cancer" D015179 all 18 times and "breast cancer" D001943
+    all 16 times (95 of its 960 mentions have an OMIM id); BC5CDR's test file has no OMIM id at all."""
+    return next((c for c in concept_ids if not c.isdigit()), concept_ids[0])
 
 
 class EntityLinker:
@@ -67,8 +78,9 @@ class EntityLinker:
         for prediction, rows in zip(predictions, wanted, strict=True):
             if rows:
                 abbreviations = find_abbreviations(prediction.document.text)
-                texts += [normalize(resolve_abbreviations(prediction.entities[i].text, abbreviations)) or "-" for i in rows]
-        best = iter(self.best_names(texts))
+                texts += [normalize(resolve_abbreviations(prediction.entities[i].text, abbreviations)) for i in rows]
+        best = iter(self.best_names([t for t in texts if t]))
+        prepared = iter(texts)
         linked = []
         for prediction, rows in zip(predictions, wanted, strict=True):
             if not rows:
@@ -76,8 +88,12 @@ class EntityLinker:
                 continue
             entities = list(prediction.entities)
             for i in rows:
+                if not next(prepared):
+                    continue
                 index, score = next(best)
-                concept = self.dictionary.concept_ids[index][0]
+                if score <= 0:
+                    continue
+                concept = preferred_concept(self.dictionary.concept_ids[index])
                 entities[i] = dataclasses.replace(
                     entities[i], concept_id=written_id(concept), concept_name=self.dictionary.preferred.get(concept, ""),
                     concept_score=score,
