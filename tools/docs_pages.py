@@ -126,6 +126,39 @@ def render_predict_throughput() -> str:
     return "\n".join(lines)
 
 
+def render_predict_linking() -> str:
+    """``bench/predict_linking.py``'s latest report: predict without and with ``--linker``, the overhead, and
+    where the linker's time goes."""
+    files = sorted(BENCH.glob("predict-linking-*.json"), key=_date_of)
+    if not files:
+        return "No `bench/predict_linking.py` result is recorded yet."
+    path = files[-1]
+    r = json.loads(path.read_text(encoding="utf-8"))
+    versions = ", ".join(f"{k} {v}" for k, v in r["versions"].items() if k in ("torch", "transformers", "scikit-learn", "scipy"))
+    linker = r["linker"]
+    lines = [
+        f"`{path.relative_to(REPO)}` ({r['date']}, {r['device']}, {versions}): {r['corpus']}, {r['workers']} worker, "
+        f"batch {r['batch_size']}, medians of {r['repeats']} runs each way; a {linker['linker']} {linker['entity_type']} "
+        f"linker of {linker['num_names']:,} names ({linker['ngram_range'][0]}-{linker['ngram_range'][1]}-grams); "
+        f"{r['entities']:,} entities, {r['entities_linked']:,} linked.",
+        "",
+        "| | seconds | seconds per document |",
+        "|---|---:|---:|",
+        f"| `predict` | {r['seconds_without_linker']:.2f} | {r['seconds_per_document_without_linker']:.4f} |",
+        f"| `predict --linker` | {r['seconds_with_linker']:.2f} | {r['seconds_per_document_with_linker']:.4f} |",
+        "",
+        f"Linking adds {r['overhead_percent']:.1f}% to the whole command over {r['documents']:,} documents, "
+        f"{r['overhead_percent_after_load']:.1f}% with the linker's load taken out.",
+    ]
+    parts = r.get("linking")
+    if parts:
+        lines += ["", f"Inside the run with the linker: load {parts['load_seconds']:.2f} s; linking {parts['link_seconds']:.2f} s "
+                  f"({parts['searched_mentions']:,} distinct mentions searched): abbreviations {parts['abbreviations_seconds']:.2f} s, "
+                  f"TF-IDF vectors {parts['tfidf_transform_seconds']:.2f} s, scores and best name {parts['product_and_top1_seconds']:.2f} s, "
+                  f"the rest {parts['preparation_seconds']:.2f} s."]  # fmt: skip
+    return "\n".join(lines)
+
+
 def render_pretrain_step() -> str:
     """The pre-training step benchmark on the GPU, by ``bench/pretrain_report.py``'s own Markdown."""
     report_module = _load(REPO / "bench" / "pretrain_report.py")
@@ -287,6 +320,7 @@ BLOCKS: dict[tuple[str, str], Callable[[], str]] = {
     ("docs/results/performance.md", "pretrain-step"): render_pretrain_step,
     ("docs/results/performance.md", "adamw-update"): render_adamw_update,
     ("docs/results/performance.md", "sampling"): render_sampling,
+    ("docs/results/performance.md", "predict-linking"): render_predict_linking,
     ("docs/results/index.md", "blurb"): render_blurb,
 }
 
