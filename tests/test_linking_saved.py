@@ -1,10 +1,14 @@
-"""A saved linker's TF-IDF: written beside the dictionary, read back without fitting with the same scores to the
-bit, a folder saved before it was still loaded (by fitting), and damaged files named."""
+"""A saved linker's TF-IDF: written beside the dictionary, read back without fitting (nor scikit-learn) with the
+same scores to the bit, a folder saved before it was still loaded (by fitting), and damaged files named; texts
+turned into vectors with the bits of scikit-learn's transform."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +17,7 @@ from downstream.errors import DownstreamError
 from downstream.linking import sparse
 from downstream.linking.dictionary import Dictionary
 from downstream.linking.saved import load_linker, save_linker
-from downstream.linking.sparse import SMALL_BATCH, TFIDF_FILES, SparseLinker
+from downstream.linking.sparse import SMALL_BATCH, TFIDF_FILES, CharTfidf, SparseLinker
 from downstream.linking.spec import LINKING_DATASETS
 
 NAMES = ["breast neoplasms", "breast cancer", "ovarian cancer", "ovarian neoplasms", "tremor", "essential tremor",
@@ -22,6 +26,8 @@ NAMES = ["breast neoplasms", "breast cancer", "ovarian cancer", "ovarian neoplas
          "bronchial asthma", "colorectal neoplasms", "colon cancer", "a\\b type 2"]  # fmt: skip
 MENTIONS = ["breast cancers", "tremors", "ovarian tumour", "DMD", "kidney injury", "sjogren syndrome", "crohn's",
             "§", "asthmatic bronchitis", "cancer of the colon"]  # fmt: skip
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _save(folder, names=NAMES, *, ngram_range=(1, 2), sparse=None):
@@ -71,6 +77,28 @@ def test_a_saved_linker_loads_without_fitting_and_scores_the_same_bits(tmp_path,
     monkeypatch.undo()
     _assert_same_bits(loaded, fitted)
     _assert_same_bits(loaded, SparseLinker(NAMES, ngram_range=ngram_range))
+
+
+@pytest.mark.parametrize("ngram_range", [(1, 2), (2, 4), (1, 3)])
+def test_char_tfidf_gives_the_bits_of_scikit_learns_transform(ngram_range):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    fitted = TfidfVectorizer(analyzer="char", ngram_range=ngram_range, dtype=np.float32).fit(NAMES)
+    # upper case, runs of white space, n-grams never seen, empty texts, a long text (rows of many n-grams)
+    texts = MENTIONS + NAMES + ["", " ", "Breast  Cancer\t\n", "ÄÖ İstanbul", "x" * 300, " ".join(NAMES)]
+    ours = CharTfidf(fitted.vocabulary_, fitted.idf_, ngram_range).transform(texts)
+    theirs = fitted.transform(texts)
+    assert ours.shape == theirs.shape and ours.dtype == theirs.dtype == np.float32
+    assert all(np.array_equal(getattr(ours, f), getattr(theirs, f)) for f in ("data", "indices", "indptr"))
+
+
+def test_loading_a_saved_linker_does_not_import_scikit_learn(tmp_path):
+    folder = _save(tmp_path / "linker")
+    code = (f"import sys; from downstream.linking.saved import load_linker; linker = load_linker({str(folder)!r})[0]; "
+            "linker.search(['breast cancer'], 1); print(sorted(m for m in sys.modules if m.split('.')[0] == 'sklearn'))")  # fmt: skip
+    run = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
 
 
 def test_a_linker_saved_without_its_tfidf_is_loaded_by_fitting_it(tmp_path):

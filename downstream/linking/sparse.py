@@ -5,13 +5,17 @@ BioSyn's sparse score (Sung et al., ACL 2020, section 3.1; ``dmis-lab/BioSyn``
 fitted on the dictionary's names, the score of a name the inner product of the L2-normalised vectors (the
 cosine). scispaCy's linker uses character 3-grams the same way. The search is exact: every name is scored.
 
-A fitted linker is saved as three files (:meth:`SparseLinker.save`) and loaded from them without fitting
-(:meth:`SparseLinker.load`): its scores are then the same bits as the fitted one's.
+Only fitting needs scikit-learn: texts are turned into vectors by :class:`CharTfidf`, which gives the bits of the
+fitted vectorizer's ``transform`` from its vocabulary and idf. A fitted linker is saved as three files
+(:meth:`SparseLinker.save`) and loaded from them without fitting or importing scikit-learn
+(:meth:`SparseLinker.load`): its scores are the same bits as the fitted one's.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import zipfile
 from pathlib import Path
 
@@ -43,12 +47,61 @@ TFIDF_FILES = {"vocabulary": "tfidf_vocabulary.json", "idf": "tfidf_idf.npy", "n
 CHECKED_NAMES = 16
 
 
-def tfidf_vectorizer(ngram_range: tuple[int, int], vocabulary: list[str] | None = None):
-    """The sparse score's ``TfidfVectorizer`` (module docstring), float32; ``vocabulary``: the n-grams in column
-    order of a fitted one (then only its ``idf_`` is left to set), else ``None`` (to be fitted)."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
+#: Runs of white space, each made one space before the n-grams are taken (scikit-learn's ``_white_spaces``).
+WHITE_SPACES = re.compile(r"\s\s+")
 
-    return TfidfVectorizer(analyzer="char", ngram_range=tuple(ngram_range), dtype=np.float32, vocabulary=vocabulary)
+
+class CharTfidf:
+    """The ``transform`` of a fitted ``TfidfVectorizer(analyzer="char", ngram_range=ngram_range,
+    dtype=np.float32)`` (its other settings left at scikit-learn's defaults: lower case, raw counts, smoothed
+    idf, L2 norm), from its vocabulary and idf alone, with the same bits (scikit-learn 1.9's
+    ``feature_extraction/text.py`` and ``utils/sparsefuncs_fast.pyx``, ``_inplace_csr_row_normalize_l2``).
+
+    Args:
+        vocabulary: n-gram -> column (the fitted vectorizer's ``vocabulary_``).
+        idf: ``(num_ngrams,)`` float32, the idf of each column (its ``idf_``).
+        ngram_range: the character n-gram lengths, ``(min, max)``.
+    """
+
+    def __init__(self, vocabulary: dict[str, int], idf: np.ndarray, ngram_range: tuple[int, int]) -> None:
+        self.vocabulary_, self.idf_, self.ngram_range = vocabulary, idf, tuple(ngram_range)
+
+    def transform(self, texts: list[str]):
+        """The texts' TF-IDF vectors, ``(len(texts), num_ngrams)`` float32 CSR with each row's n-grams in column
+        order, L2-normalised (a text without a known n-gram: an empty row)."""
+        import scipy.sparse
+
+        min_n, max_n = self.ngram_range
+        vocabulary = self.vocabulary_
+        indices: list[int] = []
+        counts: list[int] = []
+        indptr = [0]
+        for text in texts:
+            text = WHITE_SPACES.sub(" ", text.lower())
+            found: dict[int, int] = {}  # column -> count
+            for n in range(min_n, min(max_n, len(text)) + 1):
+                for i in range(len(text) - n + 1):
+                    column = vocabulary.get(text[i : i + n])
+                    if column is not None:
+                        found[column] = found.get(column, 0) + 1
+            columns = sorted(found)
+            indices += columns
+            counts += [found[c] for c in columns]
+            indptr.append(len(indices))
+        columns = np.asarray(indices, dtype=np.int32)  # (num_entries,)
+        data = np.asarray(counts, dtype=np.float32) * self.idf_[columns]  # (num_entries,) float32
+        # each row's norm as scikit-learn computes it: float32 squares added in float64 one after the other
+        squares = (data * data).tolist()
+        norms = np.ones(len(texts))  # (len(texts),) float64
+        for row in range(len(texts)):
+            total = 0.0
+            for square in squares[indptr[row] : indptr[row + 1]]:
+                total += square
+            if total:
+                norms[row] = math.sqrt(total)
+        data = (data / np.repeat(norms, np.diff(indptr))).astype(np.float32)  # divided in float64, as there
+        shape = (len(texts), len(self.idf_))
+        return scipy.sparse.csr_matrix((data, columns, np.asarray(indptr, dtype=np.int32)), shape=shape)
 
 
 class SparseLinker:
@@ -60,9 +113,13 @@ class SparseLinker:
     """
 
     def __init__(self, names: list[str], *, ngram_range: tuple[int, int] = BIOSYN_NGRAM_RANGE) -> None:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
         self.ngram_range = tuple(ngram_range)
-        self.vectorizer = tfidf_vectorizer(self.ngram_range)
-        self._index(self.vectorizer.fit_transform(names))  # (num_names, num_ngrams), L2-normalised rows
+        fitted = TfidfVectorizer(analyzer="char", ngram_range=self.ngram_range, dtype=np.float32)
+        name_vectors = fitted.fit_transform(names)  # (num_names, num_ngrams), L2-normalised rows
+        self.vectorizer = CharTfidf(fitted.vocabulary_, fitted.idf_, self.ngram_range)  # texts -> vectors
+        self._index(name_vectors)
 
     def _index(self, name_vectors) -> None:
         """Keep the names' TF-IDF rows ``(num_names, num_ngrams)`` (CSR, float32) and index their n-grams."""
@@ -97,9 +154,9 @@ class SparseLinker:
     @classmethod
     def load(cls, directory: str | Path, names: list[str], *, ngram_range: tuple[int, int],
              files: dict[str, str] | None = None) -> SparseLinker:  # fmt: skip
-        """The linker over ``names`` saved in ``directory`` by :meth:`save`, without fitting: its vectorizer is
-        given the saved vocabulary and idf, its name vectors are the saved rows, so its scores are the same bits
-        as those of ``SparseLinker(names, ngram_range=ngram_range)``.
+        """The linker over ``names`` saved in ``directory`` by :meth:`save`, without fitting (nor scikit-learn):
+        its :class:`CharTfidf` is given the saved vocabulary and idf, its name vectors are the saved rows, so its
+        scores are the same bits as those of ``SparseLinker(names, ngram_range=ngram_range)``.
 
         Args:
             names: the names it was fitted on, in order (the saved rows are checked against
@@ -127,6 +184,10 @@ class SparseLinker:
         if not isinstance(vocabulary, list) or not vocabulary or not all(isinstance(g, str) for g in vocabulary):
             raise DownstreamError(f"{path}: expected the TF-IDF's n-grams, a non-empty JSON list of strings")
         num_ngrams = len(vocabulary)
+        columns = {ngram: column for column, ngram in enumerate(vocabulary)}
+        if len(columns) != num_ngrams:
+            again = next(g for column, g in enumerate(vocabulary) if columns[g] != column)
+            raise DownstreamError(f"{path}: n-gram {again!r} listed twice; expected each n-gram once")
 
         path = paths["idf"]
         try:
@@ -148,11 +209,7 @@ class SparseLinker:
         except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
             raise DownstreamError(f"{path}: unreadable ({exc}); expected {expected}") from None
 
-        vectorizer = tfidf_vectorizer(ngram_range, vocabulary)
-        try:
-            vectorizer.idf_ = idf
-        except ValueError as exc:  # a repeated n-gram
-            raise DownstreamError(f"{paths['vocabulary']}: {exc}; expected each n-gram once") from None
+        vectorizer = CharTfidf(columns, idf, ngram_range)
         linker = cls.__new__(cls)
         linker.ngram_range = tuple(ngram_range)
         linker.vectorizer = vectorizer
