@@ -131,7 +131,6 @@ def load_linker(directory: str | Path):
             TF-IDF files named in ``linker.json`` that are missing, truncated, corrupt or of another dictionary
             (the file named; :meth:`~downstream.linking.sparse.SparseLinker.load`).
     """
-
     directory = Path(directory)
     card = read_linker_card(directory)
     dictionary = Dictionary()

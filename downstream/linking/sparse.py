@@ -46,7 +46,6 @@ TFIDF_FILES = {"vocabulary": "tfidf_vocabulary.json", "idf": "tfidf_idf.npy", "n
 #: Names whose saved rows are checked against their transform when a saved TF-IDF is loaded (spread evenly).
 CHECKED_NAMES = 16
 
-
 #: Runs of white space, each made one space before the n-grams are taken (scikit-learn's ``_white_spaces``).
 WHITE_SPACES = re.compile(r"\s\s+")
 
@@ -84,9 +83,9 @@ class CharTfidf:
                     column = vocabulary.get(text[i : i + n])
                     if column is not None:
                         found[column] = found.get(column, 0) + 1
-            columns = sorted(found)
-            indices += columns
-            counts += [found[c] for c in columns]
+            in_order = sorted(found)
+            indices += in_order
+            counts += [found[c] for c in in_order]
             indptr.append(len(indices))
         columns = np.asarray(indices, dtype=np.int32)  # (num_entries,)
         data = np.asarray(counts, dtype=np.float32) * self.idf_[columns]  # (num_entries,) float32
@@ -210,10 +209,6 @@ class SparseLinker:
             raise DownstreamError(f"{path}: unreadable ({exc}); expected {expected}") from None
 
         vectorizer = CharTfidf(columns, idf, ngram_range)
-        linker = cls.__new__(cls)
-        linker.ngram_range = tuple(ngram_range)
-        linker.vectorizer = vectorizer
-        linker._index(name_vectors)
         checked = np.unique(np.linspace(0, len(names) - 1, min(len(names), CHECKED_NAMES)).astype(np.int64))
         fresh = vectorizer.transform([names[i] for i in checked])  # (len(checked), num_ngrams)
         for row, i in enumerate(checked):
@@ -221,6 +216,10 @@ class SparseLinker:
             if not (np.array_equal(saved.indices, again.indices) and np.allclose(saved.data, again.data, rtol=1e-5, atol=1e-7)):
                 raise DownstreamError(f"{path}: row {i} is not the TF-IDF of name {i + 1} ({names[i]!r}) under "
                                       f"{paths['vocabulary'].name} and {paths['idf'].name}: the files are damaged or of another dictionary")  # fmt: skip
+        linker = cls.__new__(cls)
+        linker.ngram_range = tuple(ngram_range)
+        linker.vectorizer = vectorizer
+        linker._index(name_vectors)
         return linker
 
     def scores(self, texts: list[str]) -> np.ndarray:
