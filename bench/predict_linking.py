@@ -9,8 +9,9 @@ timed from before its first import, by ``predict_throughput.measure`` (seconds, 
 average before); with ``--repeats R`` the two alternate R times and the medians are reported.
 
 With one worker the run with the linker also times, in its process, the linker's parts: ``load_seconds``
-(reading the linker, fitting its TF-IDF), ``link_seconds`` (everything inside
-:meth:`~downstream.linking.predict.EntityLinker.link_many`, chunk by chunk), and within it
+(reading the linker and its saved TF-IDF, or fitting the TF-IDF for a linker saved without it),
+``link_seconds`` (everything inside :meth:`~downstream.linking.predict.EntityLinker.link_many`, chunk by
+chunk), and within it
 ``abbreviations_seconds`` (:func:`~downstream.linking.preprocess.find_abbreviations`), ``search_seconds``
 (the linker's ``search``), of which ``tfidf_transform_seconds`` (the mentions' TF-IDF vectors) and
 ``product_and_top1_seconds`` (the rest: scores and the best name); ``preparation_seconds`` is what is left

@@ -45,6 +45,7 @@ def test_sparse_linking_run_writes_reports_predictions_and_errors(tmp_path, tiny
     assert "accuracy_at_1" in result.output
     linker, dictionary, card = load_linker(out / "trial-0" / "linker")  # the sparse linker, saved for predict
     assert isinstance(linker, SparseLinker) and card["linker"] == "sparse" and card["entity_type"] == "Disease"
+    assert all((out / "trial-0" / "linker" / card["tfidf"][f]).is_file() for f in ("vocabulary", "idf", "name_vectors"))
     indices, _ = linker.search(["ataxia telangiectasia"], 1)
     assert "D001260" in dictionary.concept_ids[indices[0, 0]]
 

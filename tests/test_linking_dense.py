@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
 from conftest import FIXTURES
@@ -17,6 +18,7 @@ from downstream.linking.dense import DenseEncoder, multi_similarity_loss, train_
 from downstream.linking.dictionary import Dictionary
 from downstream.linking.preprocess import Query
 from downstream.linking.saved import load_linker
+from downstream.linking.sparse import SparseLinker
 
 TINY = FIXTURES / "linking-tiny"
 
@@ -93,6 +95,9 @@ def test_dense_trials_from_the_command_line_save_a_linker_that_loads(tmp_path, t
     assert card["dataset"] == "ncbi-disease" and card["sparse_weight"] == report["trials"][1]["sparse_weight"]
     indices, scores = linker.search(["breast cancer"], 3)
     assert indices.shape == (1, 3) and dictionary.names[indices[0, 0]] in dictionary.names
+    # its sparse half read from the saved TF-IDF, the same scores as one fitted on its names
+    fitted = SparseLinker(dictionary.names, ngram_range=tuple(card["ngram_range"]))
+    assert card["tfidf"]["format"] == 1 and np.array_equal(linker.sparse.scores(["breast cancer"]), fitted.scores(["breast cancer"]))
     with pytest.raises(DownstreamError, match="not a saved linker"):
         load_linker(tmp_path)
     # the same command with one more trial trains only the new one

@@ -188,7 +188,8 @@ def run_sparse(settings, data: LinkingData) -> list[dict[str, Any]]:
         "predictions_file": str(trial_dir / "test_predictions.tsv"), "errors_file": str(trial_dir / "errors.tsv"),
         "method": "sparse: TF-IDF over character n-grams (BioSyn's sparse score)",
     }  # fmt: skip
-    record["linker_dir"] = str(save_linker(trial_dir / "linker", data.dictionaries["test"], data.spec, record, ngram_range=ngram_range))
+    record["linker_dir"] = str(save_linker(trial_dir / "linker", data.dictionaries["test"], data.spec, record, ngram_range=ngram_range,
+                                           sparse=linker))  # fmt: skip
     atomic_write_text(trial_dir / "trial.json", json.dumps(record, indent=2))
     return [record]
 
@@ -294,7 +295,7 @@ def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
             "predictions_file": str(trial_dir / "test_predictions.tsv"), "errors_file": str(trial_dir / "errors.tsv"),
         }  # fmt: skip
         record["linker_dir"] = str(save_linker(trial_dir / "linker", test_dictionary, data.spec, record, ngram_range=BIOSYN_NGRAM_RANGE,
-                                               encoder=encoder, name_embeddings=embeddings, sparse_weight=weight))  # fmt: skip
+                                               encoder=encoder, name_embeddings=embeddings, sparse_weight=weight, sparse=test_linker.sparse))  # fmt: skip
         atomic_write_text(trial_dir / "trial.json", json.dumps(record, indent=2))
         records.append(record)
     return records

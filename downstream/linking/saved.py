@@ -4,17 +4,23 @@
 - ``names.tsv``: the dictionary, one ``name<TAB>ids`` per line (ids joined by ``|``), in the embeddings' order;
 - ``preferred.tsv``: ``id<TAB>readable name`` (what predictions show beside an id);
 - ``name_embeddings.npy``: ``(num_names, hidden)`` float32, L2-normalised (dense);
+- ``tfidf_vocabulary.json``, ``tfidf_idf.npy``, ``tfidf_names.npz``: the sparse score's fitted TF-IDF (its
+  n-grams in column order, idf vector and the names' rows; :meth:`~downstream.linking.sparse.SparseLinker.save`),
+  read back without fitting;
 - ``linker.json``: the card's data: format version, ``sparse`` or ``dense``, entity type, sparse weight and
-  n-gram range, method, dataset and its dev / test accuracy@k;
+  n-gram range, method, dataset and its dev / test accuracy@k, and ``tfidf``: the TF-IDF files' format version
+  and names;
 - ``README.md``: the card.
 
-The sparse half is not stored: TF-IDF is refitted on ``names.tsv`` when loaded (deterministic). The folder is
-written under a temporary name and renamed when whole.
+A folder written before the TF-IDF was saved (no ``tfidf`` in ``linker.json``) is loaded by fitting the TF-IDF
+on ``names.tsv`` again (deterministic: the same scores). The folder is written under a temporary name and
+renamed when whole.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from pathlib import Path
 from typing import Any
@@ -25,12 +31,14 @@ from bioelectra.textio import replace_dir
 from downstream.errors import DownstreamError
 from downstream.linking.dictionary import Dictionary
 
+logger = logging.getLogger(__name__)
+
 #: ``linker.json``'s format version.
 LINKER_FORMAT = 1
 
 
 def save_linker(directory: Path, dictionary: Dictionary, spec, record: dict[str, Any], *, ngram_range, encoder=None,
-                name_embeddings: np.ndarray | None = None, sparse_weight: float = 1.0) -> Path:  # fmt: skip
+                name_embeddings: np.ndarray | None = None, sparse_weight: float = 1.0, sparse=None) -> Path:  # fmt: skip
     """Write a linker over ``dictionary`` to ``directory`` (module docstring); return the folder.
 
     Args:
@@ -41,7 +49,19 @@ def save_linker(directory: Path, dictionary: Dictionary, spec, record: dict[str,
         encoder: the dense linker's :class:`downstream.linking.dense.DenseEncoder`; ``None``: a sparse linker.
         name_embeddings: the dense linker's ``(num_names, hidden)`` name embeddings.
         sparse_weight: the sparse score's weight beside the dense one.
+        sparse: the :class:`~downstream.linking.sparse.SparseLinker` fitted on ``dictionary``'s names with
+            ``ngram_range``, whose TF-IDF is saved; ``None``: one is fitted here.
+
+    Raises:
+        ValueError: a ``sparse`` linker of another n-gram range or number of names.
     """
+    from downstream.linking.sparse import TFIDF_FORMAT, SparseLinker
+
+    if sparse is None:
+        sparse = SparseLinker(dictionary.names, ngram_range=ngram_range)
+    if sparse.ngram_range != tuple(ngram_range) or sparse.name_vectors.shape[0] != len(dictionary):
+        raise ValueError(f"a sparse linker of {sparse.name_vectors.shape[0]} names, {sparse.ngram_range}-grams to save "
+                         f"with {len(dictionary)} names, {tuple(ngram_range)}-grams")  # fmt: skip
     directory = Path(directory)
     tmp = directory.with_name(f".{directory.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -54,12 +74,13 @@ def save_linker(directory: Path, dictionary: Dictionary, spec, record: dict[str,
     (tmp / "names.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     preferred = [f"{cid}\t{name}" for cid, name in dictionary.preferred.items()]
     (tmp / "preferred.tsv").write_text("\n".join(preferred) + "\n", encoding="utf-8")
+    tfidf = {"format": TFIDF_FORMAT, **sparse.save(tmp)}
     card = {
         "format": LINKER_FORMAT, "kind": "linking", "linker": "dense" if encoder is not None else "sparse",
         "dataset": spec.name, "entity_type": spec.linked_type, "ngram_range": list(ngram_range),
         "sparse_weight": sparse_weight if encoder is not None else None, "method": record.get("method"),
         "seed": record.get("seed"), "dev": record.get("dev"), "test": record.get("test"),
-        "num_names": len(dictionary), "num_concepts": len(dictionary.id_set()),
+        "num_names": len(dictionary), "num_concepts": len(dictionary.id_set()), "tfidf": tfidf,
     }  # fmt: skip
     (tmp / "linker.json").write_text(json.dumps(card, indent=2), encoding="utf-8")
     test = card["test"] or {}
@@ -103,11 +124,13 @@ def load_linker(directory: str | Path):
     ``search(texts, k) -> (indices, scores)`` (a :class:`~downstream.linking.sparse.SparseLinker` or a
     :class:`~downstream.linking.dense.HybridLinker`).
 
-    Raises:
-        DownstreamError: a missing file, another format version, or embeddings that do not match the names.
-    """
-    from downstream.linking.sparse import SparseLinker
+    The sparse score's TF-IDF is read from its files when ``linker.json`` names them, else fitted on the names.
 
+    Raises:
+        DownstreamError: a missing file, another format version, embeddings that do not match the names, or
+            TF-IDF files named in ``linker.json`` that are missing, truncated, corrupt or of another dictionary
+            (the file named; :meth:`~downstream.linking.sparse.SparseLinker.load`).
+    """
     directory = Path(directory)
     card = read_linker_card(directory)
     dictionary = Dictionary()
@@ -119,7 +142,7 @@ def load_linker(directory: str | Path):
     for line in (directory / "preferred.tsv").read_text(encoding="utf-8").splitlines():
         cid, _, name = line.partition("\t")
         dictionary.preferred[cid] = name
-    sparse = SparseLinker(dictionary.names, ngram_range=tuple(card["ngram_range"]))
+    sparse = _load_sparse(directory, card, dictionary.names)
     if card.get("linker") != "dense":
         return sparse, dictionary, card
     from downstream.linking.dense import DenseEncoder, HybridLinker
@@ -132,3 +155,25 @@ def load_linker(directory: str | Path):
     linker = HybridLinker(DenseEncoder(str(directory / "encoder")), dictionary.names, sparse,
                           sparse_weight=card["sparse_weight"], name_embeddings=embeddings)  # fmt: skip
     return linker, dictionary, card
+
+
+def _load_sparse(directory: Path, card: dict[str, Any], names: list[str]):
+    """The sparse linker of the folder: read from the TF-IDF files its card names, else fitted on ``names``."""
+    from downstream.linking.sparse import TFIDF_FILES, TFIDF_FORMAT, SparseLinker
+
+    ngram_range = tuple(card["ngram_range"])
+    tfidf = card.get("tfidf")
+    if tfidf is None:
+        logger.info("%s: no saved TF-IDF (a linker saved before it was); fitting it on names.tsv", directory)
+        return SparseLinker(names, ngram_range=ngram_range)
+    if not isinstance(tfidf, dict) or tfidf.get("format") != TFIDF_FORMAT:
+        found = tfidf.get("format") if isinstance(tfidf, dict) else tfidf
+        raise DownstreamError(f"{directory}/linker.json: 'tfidf' format {found!r}, expected {TFIDF_FORMAT}")
+    files = {key: tfidf.get(key) for key in TFIDF_FILES}
+    for key, name in files.items():
+        if not isinstance(name, str) or not name or Path(name).name != name:
+            raise DownstreamError(f"{directory}/linker.json: 'tfidf' {key!r} is {name!r}, expected a file name in the folder")
+    try:
+        return SparseLinker.load(directory, names, ngram_range=ngram_range, files=files)
+    except DownstreamError as exc:
+        raise DownstreamError(f"{exc} (to fit the TF-IDF on names.tsv instead, remove 'tfidf' from linker.json)") from None

@@ -4,11 +4,25 @@ BioSyn's sparse score (Sung et al., ACL 2020, section 3.1; ``dmis-lab/BioSyn``
 ``src/biosyn/sparse_encoder.py``): scikit-learn's ``TfidfVectorizer(analyzer="char", ngram_range=(1, 2))``
 fitted on the dictionary's names, the score of a name the inner product of the L2-normalised vectors (the
 cosine). scispaCy's linker uses character 3-grams the same way. The search is exact: every name is scored.
+
+Only fitting needs scikit-learn: texts are turned into vectors by :class:`CharTfidf`, which gives the bits of the
+fitted vectorizer's ``transform`` from its vocabulary and idf. A fitted linker is saved as three files
+(:meth:`SparseLinker.save`) and loaded from them without fitting or importing scikit-learn
+(:meth:`SparseLinker.load`): its scores are the same bits as the fitted one's.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import re
+import zipfile
+from pathlib import Path
+
 import numpy as np
+
+from bioelectra.textio import atomic_open, atomic_write_text
+from downstream.errors import DownstreamError
 
 #: BioSyn's character n-gram range (``SparseEncoder``).
 BIOSYN_NGRAM_RANGE = (1, 2)
@@ -23,6 +37,71 @@ SMALL_BATCH = 64
 #: over the texts, than this fraction of the names' stored entries times the texts (:meth:`SparseLinker.scores`).
 DENSE_POSTINGS_FRACTION = 0.15
 
+#: The version of the saved TF-IDF's files (:meth:`SparseLinker.save`).
+TFIDF_FORMAT = 1
+
+#: The files of a saved TF-IDF (:meth:`SparseLinker.save`), by what they hold.
+TFIDF_FILES = {"vocabulary": "tfidf_vocabulary.json", "idf": "tfidf_idf.npy", "name_vectors": "tfidf_names.npz"}
+
+#: Names whose saved rows are checked against their transform when a saved TF-IDF is loaded (spread evenly).
+CHECKED_NAMES = 16
+
+#: Runs of white space, each made one space before the n-grams are taken (scikit-learn's ``_white_spaces``).
+WHITE_SPACES = re.compile(r"\s\s+")
+
+
+class CharTfidf:
+    """The ``transform`` of a fitted ``TfidfVectorizer(analyzer="char", ngram_range=ngram_range,
+    dtype=np.float32)`` (its other settings left at scikit-learn's defaults: lower case, raw counts, smoothed
+    idf, L2 norm), from its vocabulary and idf alone, with the same bits (scikit-learn 1.9's
+    ``feature_extraction/text.py`` and ``utils/sparsefuncs_fast.pyx``, ``_inplace_csr_row_normalize_l2``).
+
+    Args:
+        vocabulary: n-gram -> column (the fitted vectorizer's ``vocabulary_``).
+        idf: ``(num_ngrams,)`` float32, the idf of each column (its ``idf_``).
+        ngram_range: the character n-gram lengths, ``(min, max)``.
+    """
+
+    def __init__(self, vocabulary: dict[str, int], idf: np.ndarray, ngram_range: tuple[int, int]) -> None:
+        self.vocabulary_, self.idf_, self.ngram_range = vocabulary, idf, tuple(ngram_range)
+
+    def transform(self, texts: list[str]):
+        """The texts' TF-IDF vectors, ``(len(texts), num_ngrams)`` float32 CSR with each row's n-grams in column
+        order, L2-normalised (a text without a known n-gram: an empty row)."""
+        import scipy.sparse
+
+        min_n, max_n = self.ngram_range
+        vocabulary = self.vocabulary_
+        indices: list[int] = []
+        counts: list[int] = []
+        indptr = [0]
+        for text in texts:
+            text = WHITE_SPACES.sub(" ", text.lower())
+            found: dict[int, int] = {}  # column -> count
+            for n in range(min_n, min(max_n, len(text)) + 1):
+                for i in range(len(text) - n + 1):
+                    column = vocabulary.get(text[i : i + n])
+                    if column is not None:
+                        found[column] = found.get(column, 0) + 1
+            in_order = sorted(found)
+            indices += in_order
+            counts += [found[c] for c in in_order]
+            indptr.append(len(indices))
+        columns = np.asarray(indices, dtype=np.int32)  # (num_entries,)
+        data = np.asarray(counts, dtype=np.float32) * self.idf_[columns]  # (num_entries,) float32
+        # each row's norm as scikit-learn computes it: float32 squares added in float64 one after the other
+        squares = (data * data).tolist()
+        norms = np.ones(len(texts))  # (len(texts),) float64
+        for row in range(len(texts)):
+            total = 0.0
+            for square in squares[indptr[row] : indptr[row + 1]]:
+                total += square
+            if total:
+                norms[row] = math.sqrt(total)
+        data = (data / np.repeat(norms, np.diff(indptr))).astype(np.float32)  # divided in float64, as there
+        shape = (len(texts), len(self.idf_))
+        return scipy.sparse.csr_matrix((data, columns, np.asarray(indptr, dtype=np.int32)), shape=shape)
+
 
 class SparseLinker:
     """TF-IDF character n-gram vectors of the dictionary's names (module docstring).
@@ -36,12 +115,112 @@ class SparseLinker:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         self.ngram_range = tuple(ngram_range)
-        self.vectorizer = TfidfVectorizer(analyzer="char", ngram_range=self.ngram_range, dtype=np.float32)
-        self.name_vectors = self.vectorizer.fit_transform(names)  # (num_names, num_ngrams), L2-normalised rows
+        fitted = TfidfVectorizer(analyzer="char", ngram_range=self.ngram_range, dtype=np.float32)
+        name_vectors = fitted.fit_transform(names)  # (num_names, num_ngrams), L2-normalised rows
+        self.vectorizer = CharTfidf(fitted.vocabulary_, fitted.idf_, self.ngram_range)  # texts -> vectors
+        self._index(name_vectors)
+
+    def _index(self, name_vectors) -> None:
+        """Keep the names' TF-IDF rows ``(num_names, num_ngrams)`` (CSR, float32) and index their n-grams."""
+        self.name_vectors = name_vectors
         # each name's n-grams in column order, as a text's: both products then add a score's terms in one order
         self.name_vectors.sort_indices()
         self.ngram_names = self.name_vectors.T.tocsr()  # (num_ngrams, num_names): each n-gram's names
         self.postings = np.diff(self.ngram_names.indptr)  # (num_ngrams,): how many names have each n-gram
+
+    def save(self, directory: str | Path) -> dict[str, str]:
+        """Write the fitted TF-IDF to ``directory`` (an existing folder), each file under a temporary name renamed
+        when whole; return the files' names by what they hold (:data:`TFIDF_FILES`):
+
+        - ``tfidf_vocabulary.json``: the n-grams, a JSON list in column order (n-gram ``j`` is column ``j``);
+        - ``tfidf_idf.npy``: the idf vector, ``(num_ngrams,)`` float32;
+        - ``tfidf_names.npz``: the names' TF-IDF rows, ``(num_names, num_ngrams)`` float32 CSR
+          (``scipy.sparse.save_npz``, uncompressed: read without inflating it).
+        """
+        import scipy.sparse
+
+        directory = Path(directory)
+        vocabulary = [""] * len(self.vectorizer.vocabulary_)
+        for ngram, column in self.vectorizer.vocabulary_.items():
+            vocabulary[column] = ngram
+        atomic_write_text(directory / TFIDF_FILES["vocabulary"], json.dumps(vocabulary))
+        with atomic_open(directory / TFIDF_FILES["idf"], "wb") as handle:
+            np.save(handle, self.vectorizer.idf_, allow_pickle=False)
+        with atomic_open(directory / TFIDF_FILES["name_vectors"], "wb") as handle:
+            scipy.sparse.save_npz(handle, self.name_vectors, compressed=False)
+        return dict(TFIDF_FILES)
+
+    @classmethod
+    def load(cls, directory: str | Path, names: list[str], *, ngram_range: tuple[int, int],
+             files: dict[str, str] | None = None) -> SparseLinker:  # fmt: skip
+        """The linker over ``names`` saved in ``directory`` by :meth:`save`, without fitting (nor scikit-learn):
+        its :class:`CharTfidf` is given the saved vocabulary and idf, its name vectors are the saved rows, so its
+        scores are the same bits as those of ``SparseLinker(names, ngram_range=ngram_range)``.
+
+        Args:
+            names: the names it was fitted on, in order (the saved rows are checked against
+                :data:`CHECKED_NAMES` of them).
+            ngram_range: the character n-gram range it was fitted with.
+            files: the files' names by what they hold (:meth:`save`'s return); default :data:`TFIDF_FILES`.
+
+        Raises:
+            DownstreamError: naming the file: one missing, truncated or corrupt, of the wrong type or shape,
+                or rows that are not the TF-IDF of ``names``.
+        """
+        import scipy.sparse
+
+        directory = Path(directory)
+        paths = {key: directory / name for key, name in (files or TFIDF_FILES).items()}
+        missing = [key for key in TFIDF_FILES if key not in paths]
+        if missing:
+            raise DownstreamError(f"{directory}: no saved TF-IDF {', '.join(missing)} file named")
+
+        path = paths["vocabulary"]
+        try:
+            vocabulary = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise DownstreamError(f"{path}: unreadable ({exc}); expected the TF-IDF's n-grams, a JSON list") from None
+        if not isinstance(vocabulary, list) or not vocabulary or not all(isinstance(g, str) for g in vocabulary):
+            raise DownstreamError(f"{path}: expected the TF-IDF's n-grams, a non-empty JSON list of strings")
+        num_ngrams = len(vocabulary)
+        columns = {ngram: column for column, ngram in enumerate(vocabulary)}
+        if len(columns) != num_ngrams:
+            again = next(g for column, g in enumerate(vocabulary) if columns[g] != column)
+            raise DownstreamError(f"{path}: n-gram {again!r} listed twice; expected each n-gram once")
+
+        path = paths["idf"]
+        try:
+            idf = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as exc:
+            raise DownstreamError(f"{path}: unreadable ({exc}); expected the idf vector (.npy)") from None
+        if not isinstance(idf, np.ndarray) or idf.dtype != np.float32 or idf.shape != (num_ngrams,):
+            got = f"{idf.shape} {idf.dtype}" if isinstance(idf, np.ndarray) else "an .npz archive"
+            raise DownstreamError(f"{path}: expected ({num_ngrams},) float32 idf values (one per n-gram of "
+                                  f"{paths['vocabulary'].name}), got {got}")  # fmt: skip
+
+        path = paths["name_vectors"]
+        expected = f"the names' ({len(names)}, {num_ngrams}) float32 TF-IDF rows (scipy.sparse .npz, CSR)"
+        try:
+            name_vectors = scipy.sparse.load_npz(path)
+            if name_vectors.format != "csr" or name_vectors.dtype != np.float32 or name_vectors.shape != (len(names), num_ngrams):
+                raise DownstreamError(f"{path}: expected {expected}, got {name_vectors.shape} {name_vectors.dtype} {name_vectors.format}")
+            name_vectors.check_format(full_check=True)  # indices in range, indptr ordered: what the products trust
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+            raise DownstreamError(f"{path}: unreadable ({exc}); expected {expected}") from None
+
+        vectorizer = CharTfidf(columns, idf, ngram_range)
+        checked = np.unique(np.linspace(0, len(names) - 1, min(len(names), CHECKED_NAMES)).astype(np.int64))
+        fresh = vectorizer.transform([names[i] for i in checked])  # (len(checked), num_ngrams)
+        for row, i in enumerate(checked):
+            saved, again = name_vectors[i], fresh[row]
+            if not (np.array_equal(saved.indices, again.indices) and np.allclose(saved.data, again.data, rtol=1e-5, atol=1e-7)):
+                raise DownstreamError(f"{path}: row {i} is not the TF-IDF of name {i + 1} ({names[i]!r}) under "
+                                      f"{paths['vocabulary'].name} and {paths['idf'].name}: the files are damaged or of another dictionary")  # fmt: skip
+        linker = cls.__new__(cls)
+        linker.ngram_range = tuple(ngram_range)
+        linker.vectorizer = vectorizer
+        linker._index(name_vectors)
+        return linker
 
     def scores(self, texts: list[str]) -> np.ndarray:
         """Cosine of each text's vector with each name's: ``(len(texts), num_names)`` float32 in [0, 1]."""
