@@ -317,6 +317,7 @@ BLOCKS: dict[tuple[str, str], Callable[[], str]] = {
     ("docs/guides/glue-and-original-tasks.md", "chunking"): lambda: render_recorded_table("chunking"),
     ("docs/guides/hyperparameter-search.md", "hp-search"): lambda: render_recorded_table("hp-search"),
     ("docs/guides/entity-linking.md", "linking-sparse"): lambda: render_recorded_table("linking-sparse"),
+    ("docs/guides/entity-linking.md", "linking-end-to-end"): lambda: render_recorded_table("linking-end-to-end"),
     ("docs/results/performance.md", "pretrain-step"): render_pretrain_step,
     ("docs/results/performance.md", "adamw-update"): render_adamw_update,
     ("docs/results/performance.md", "sampling"): render_sampling,

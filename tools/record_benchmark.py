@@ -56,7 +56,9 @@ def make_record(bench_dir: Path, *, command: str, load: str, date: str | None = 
         raise ValueError(f"{bench_dir}: a limited run ({report['limits']}): not recorded as a result")
     record = {k: report.get(k) for k in KEPT}
     for row in record["rows"]:
-        row.pop("output_dir", None)
+        where = Path(row.pop("output_dir", "") or bench_dir / row["dataset"])
+        if row.get("seconds") is None:  # a benchmark.json of a version that did not record the time: its trials have it
+            row["seconds"] = dataset_seconds(where)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     return {
         "command": command,
@@ -67,6 +69,14 @@ def make_record(bench_dir: Path, *, command: str, load: str, date: str | None = 
         "commit": commit,
         **record,
     }
+
+
+def dataset_seconds(dataset_dir: Path) -> float | None:
+    """``downstream.benchmark.run_seconds`` of a dataset's ``results.json`` (``None`` without one)."""
+    from downstream.benchmark import run_seconds
+
+    path = dataset_dir / "results.json"
+    return run_seconds(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
 
 
 def record_path(record: dict) -> Path:
