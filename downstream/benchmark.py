@@ -5,8 +5,9 @@ For each dataset of the suite that is present (shipped, in the cache, or under `
 ``../shared/data``: ``ner/<name>/``, ``re/<name>/``, ``qa/covid-qa/``, ``corpus/pubmedqa-pqal/``), the
 usual seeded trials run into ``<output-dir>/<dataset>/`` (GAD: its ten folds, as BioBERT and BLURB report
 it), with the protocol's settings for that dataset. A re-run skips the datasets whose ``results.json``
-already holds the wanted trials with the same settings, and ``run_trials`` reuses finished trials of the
-others. The missing datasets are listed with the reason, not fatal.
+already holds the wanted trials with the same settings (written into the report before any other runs, so
+that a benchmark stopped again still reports every dataset finished, by this command or an earlier one with
+another ``--suite``), and ``run_trials`` reuses finished trials of the others. The missing datasets are listed with the reason, not fatal.
 
 ``--suite blurb`` is BLURB's 13 datasets (:mod:`downstream.blurb`); a name this version does not register, or
 whose data is absent (EBM PICO without its training file), is listed as missing, not an error.
@@ -243,35 +244,45 @@ def run_benchmark(
     if not present:
         raise DownstreamError(f"--suite {suite}: none of {', '.join(names)} is present ({'; '.join(f'{n}: {w}' for n, w in missing.items())})")
     output_dir.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, Any]] = []
     failed: dict[str, str] = {}
+    order = {name: i for i, (name, _, _) in enumerate(present)}
+    runs = [(name, how, dataset_settings(name, base, given, protocol, where, output_dir)) for name, where, how in present]
+    # the datasets already done first, so that an interrupted benchmark's table has every finished one
+    rows = [benchmark_row(name, how, settings, report) for name, how, settings in runs if (report := _finished(settings)) is not None]
+    for row in rows:
+        logger.info("%s: already done (%s), reused", row["dataset"], Path(row["output_dir"]) / "results.json")
     result = build_report(base, rows, missing, literature, protocol=protocol, suite=suite)
-    for index, (name, where, how) in enumerate(present, start=1):
-        settings = dataset_settings(name, base, given, protocol, where, output_dir)
-        previous = _finished(settings)
-        if previous is not None:
-            logger.info("[%d/%d] %s: already done (%s), reused", index, len(present), name, settings.output_dir / "results.json")
-            report = previous
-        else:
-            logger.info("[%d/%d] %s (%s) -> %s", index, len(present), name, how, settings.output_dir)
-            try:
-                report = run_dataset(name, settings, hp_search=hp_search, fixed=set(given))
-            except (DownstreamError, ValueError, OSError) as exc:  # the other datasets still run
-                logger.error("%s failed: %s", name, exc)
-                failed[name] = str(exc)
-                continue
-        rows.append({
-            "dataset": name, "task": settings.task, "title": get_spec(name).title, "source": how,
-            "output_dir": str(settings.output_dir), "num_trials": settings.num_trials,
-            "folds": report.get("folds"), "settings": {k: getattr(settings, k) for k in
-                ("learning_rate", "num_train_epochs", "per_device_train_batch_size", "max_seq_length", "warmup_ratio", "optimizer")},
-            "summary": summary_of(report), "seconds": run_seconds(report),
-        })  # fmt: skip
+    if rows:
+        write_report(result, output_dir)
+    done = {row["dataset"] for row in rows}
+    for index, (name, how, settings) in enumerate(runs, start=1):
+        if name in done:
+            continue
+        logger.info("[%d/%d] %s (%s) -> %s", index, len(present), name, how, settings.output_dir)
+        try:
+            report = run_dataset(name, settings, hp_search=hp_search, fixed=set(given))
+        except (DownstreamError, ValueError, OSError) as exc:  # the other datasets still run
+            logger.error("%s failed: %s", name, exc)
+            failed[name] = str(exc)
+            continue
+        rows = sorted([*rows, benchmark_row(name, how, settings, report)], key=lambda r: order[r["dataset"]])
         result = build_report(base, rows, missing, literature, protocol=protocol, suite=suite)
         write_report(result, output_dir)  # after each dataset: an interrupted benchmark still has its table
     result = {**build_report(base, rows, missing, literature, protocol=protocol, suite=suite), "failed": failed}
     write_report(result, output_dir)
     return result
+
+
+def benchmark_row(name: str, how: str, settings: FinetuneSettings, report: dict[str, Any]) -> dict[str, Any]:
+    """One dataset's row of ``benchmark.json``: where its data came from, its settings, the summary of its run
+    (``report``, its ``results.json``) and the seconds it took (:func:`run_seconds`)."""
+    return {
+        "dataset": name, "task": settings.task, "title": get_spec(name).title, "source": how,
+        "output_dir": str(settings.output_dir), "num_trials": settings.num_trials,
+        "folds": report.get("folds"), "settings": {k: getattr(settings, k) for k in
+            ("learning_rate", "num_train_epochs", "per_device_train_batch_size", "max_seq_length", "warmup_ratio", "optimizer")},
+        "summary": summary_of(report), "seconds": run_seconds(report),
+    }  # fmt: skip
 
 
 def build_report(base: FinetuneSettings, rows: list[dict[str, Any]], missing: dict[str, str], literature: Literature,

@@ -234,3 +234,32 @@ def test_run_seconds_sums_every_trial_of_every_fold():
     # a trial with no time recorded (an older file): unknown, never a partial sum
     assert run_seconds({"trials": [*trials, {"seed": 3}]}) is None and run_seconds({"trials": []}) is None
     assert format_minutes(None) == "-" and format_minutes(90) == "1.5"
+
+
+@pytest.mark.slow
+def test_a_stopped_benchmark_reports_every_dataset_finished_before(tmp_path, tiny_checkpoint, monkeypatch):
+    """A dataset finished by an earlier command (another --suite) is in the report before anything runs, so a
+    benchmark stopped during its first new dataset still has its table."""
+    import downstream.benchmark as benchmark
+
+    monkeypatch.setenv("BIOELECTRA_CACHE", str(tmp_path / "empty-cache"))
+    out = tmp_path / "bench"
+    common = ["--ckpt", str(tiny_checkpoint), "--trials", "1", "--data-root", str(data_root(tmp_path)), "--epochs", "1",
+              "--max-seq-length", "32", "--batch-size", "8", "--output-dir", str(out)]  # fmt: skip
+    first = runner.invoke(app, ["benchmark", "--suite", "bc5cdr-chem", *common])
+    assert first.exit_code == 0, first.output
+    finished = json.loads((out / "benchmark.json").read_text())["rows"][0]
+
+    started = []
+
+    def stopped(name, *args, **kwargs):
+        started.append(name)
+        raise KeyboardInterrupt  # the user stops the run while chemprot trains (the CLI says "Aborted!")
+
+    monkeypatch.setattr(benchmark, "run_dataset", stopped)
+    second = runner.invoke(app, ["benchmark", "--suite", "chemprot,bc5cdr-chem", *common])
+    assert second.exit_code != 0 and started == ["chemprot"]
+    report = json.loads((out / "benchmark.json").read_text())
+    assert report["suite"] == "chemprot,bc5cdr-chem" and [r["dataset"] for r in report["rows"]] == ["bc5cdr-chem"]
+    assert report["rows"][0]["summary"] == finished["summary"] and report["rows"][0]["seconds"] == finished["seconds"]
+    assert "| bc5cdr-chem |" in (out / "benchmark.md").read_text()
