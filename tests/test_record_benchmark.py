@@ -59,6 +59,10 @@ def test_a_recorded_blurb_run_is_shown_with_its_provenance(tmp_path, tiny_checkp
     # the other BLURB datasets are listed as not run, and the score says over how many datasets it is
     assert "| bc2gm |" in text and "BLURB score over 1 of 13 datasets" in text
     assert "| named entity recognition | " + f"{100 * test_f1['mean']:.2f}" in text
+    # the front page's line: each checkpoint's score, over how many datasets, the shipped model first
+    summary = pages.render_blurb_summary()
+    score = f"**{100 * test_f1['mean']:.2f}** (BLURB score over 1 of 13 datasets, 2030-01-02)"
+    assert summary.index(f"bioelectra-small {score}") < summary.index(f"bioelectra-small-untrained {score}")
 
 
 def test_a_limited_run_is_not_recorded(tmp_path):
@@ -71,4 +75,4 @@ def test_a_limited_run_is_not_recorded(tmp_path):
 
 def test_without_a_record_the_table_says_so(tmp_path, monkeypatch):
     monkeypatch.setattr(pages, "RESULTS", tmp_path)
-    assert pages.render_blurb() == "No `benchmark --suite blurb` run is recorded yet."
+    assert pages.render_blurb() == pages.render_blurb_summary() == "No `benchmark --suite blurb` run is recorded yet."

@@ -288,6 +288,17 @@ def render_blurb() -> str:
     return "\n".join(lines)
 
 
+def render_blurb_summary() -> str:
+    """The front page's BLURB line: each recorded ``benchmark --suite blurb`` run's score (over how many datasets)."""
+    from downstream.blurb import score_label
+
+    records = benchmark_records("blurb")
+    if not records:
+        return "No `benchmark --suite blurb` run is recorded yet."
+    parts = [f"{r['checkpoint']} **{r['blurb']['ours']['score']:.2f}** ({score_label(r['blurb']['ours'])}, {r['date']})" for r in records]
+    return "BLURB, test scores averaged by task type as Gu et al. do: " + "; ".join(parts) + "."
+
+
 #: Whole generated pages: path (from the repository root) -> renderer.
 PAGES: dict[str, Callable[[], str]] = {
     "docs/reference/cli.md": docs_reference.render_cli,
@@ -323,6 +334,7 @@ BLOCKS: dict[tuple[str, str], Callable[[], str]] = {
     ("docs/results/performance.md", "sampling"): render_sampling,
     ("docs/results/performance.md", "predict-linking"): render_predict_linking,
     ("docs/results/index.md", "blurb"): render_blurb,
+    ("README.md", "blurb-summary"): render_blurb_summary,
 }
 
 
