@@ -242,7 +242,10 @@ def render_blurb() -> str:
         return "No `benchmark --suite blurb` run is recorded yet."
     first = records[0]
     models = [m for m in first["models"] if m["key"] in ("pubmedbert", "biobert-blurb", "biolinkbert-base")]
-    marks = {key: i for i, key in enumerate(first["sources"], start=1)}
+    published_over = first["blurb"].get("published") or {}  # each model's figures over the datasets the first run has
+    used = {f["source"] for r in first["rows"] for figures in r["literature"].values() for k, f in figures.items()
+            if k in {m["key"] for m in models}} | {v["source"] for v in (first["blurb"].get("published_scores") or {}).values()}
+    marks = {key: i for i, key in enumerate((k for k in first["sources"] if k in used), start=1)}
     lines = [f"{i}. `{r['command']}` ({r['date']}, {r['device']}, {r['load']}; "
              + ", ".join(f"{k} {v}" for k, v in r["versions"].items()) + f"; first reported in `{r['commit']}`)"
              for i, r in enumerate(records, start=1)]  # fmt: skip
@@ -257,8 +260,9 @@ def render_blurb() -> str:
             found = [by_name.get(name) for by_name in rows]
             any_row = next((f for f in found if f), None)
             if any_row is None:
+                why = missing.get(name, "not in the run yet").split(" (")[0].split(": ")[-1]
                 lines.append(f"| {task_type} | {name} | | " + " | ".join(["-"] * len(names)) + " | " + " | ".join([""] * len(models))
-                             + f" | not run: {missing.get(name, 'not in the run yet')} |")  # fmt: skip
+                             + f" | not run: {why} |")  # fmt: skip
                 continue
             metric, title = task_class(any_row["task"]).benchmark_metrics[0]
             ours = [format_mean_std(f["summary"]["test"].get(metric, {})) if f else "-" for f in found]
@@ -268,17 +272,22 @@ def render_blurb() -> str:
                 published.append(f"{figure['value']:.2f}<sup>{marks[figure['source']]}</sup>" if figure else "")
             minutes = " / ".join("-" if not f or f.get("seconds") is None else f"{f['seconds'] / 60:.1f}" for f in found)
             lines.append(f"| {task_type} | {name} | {title} | " + " | ".join(ours) + " | " + " | ".join(published) + f" | {minutes} |")
-    lines += ["", "| | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    model_names = first["blurb"].get("model_names", {})
+    over = [f"{model_names.get(k, k)}, over {names[0]}'s datasets" for k in published_over]
+    lines += ["", "| | " + " | ".join([*names, *over]) + " |", "|---|" + "---:|" * (len(names) + len(over))]
     for task_type in BLURB_TASK_TYPES:
         cells = []
         for r in records:
             entry = r["blurb"]["ours"]["task_types"].get(task_type)
             cells.append(f"{entry['score']:.2f}" if entry else "-")
+        for k in published_over:
+            entry = published_over[k]["task_types"].get(task_type)
+            cells.append(f"{entry['score']:.2f}" if entry else "-")
         lines.append(f"| {task_type} | " + " | ".join(cells) + " |")
     scores = [f"**{r['blurb']['ours']['score']:.2f}** ({score_label(r['blurb']['ours'])})" for r in records]
+    scores += [f"**{published_over[k]['score']:.2f}**" for k in published_over]
     lines.append("| **BLURB score** | " + " | ".join(scores) + " |")
     published_scores = first["blurb"].get("published_scores") or {}
-    model_names = first["blurb"].get("model_names", {})
     if published_scores:
         lines += ["", "Published BLURB scores, all 13 datasets: " + "; ".join(
             f"{model_names.get(k, k)} {v['value']:.2f}" + (f"<sup>{marks[v['source']]}</sup>" if v["source"] in marks else "")
