@@ -79,6 +79,16 @@ def _no_transformers_bars() -> None:
     hf_logging.disable_progress_bar()
 
 
+def predicting_progress(unit: str):
+    """A transient "predicting N <unit>" bar on the console (stderr) and its task, which ``advance(task, n)``
+    moves: ``predict``'s documents, ``evaluate --linker``'s abstracts."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(TextColumn("predicting"), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
+                        TimeElapsedColumn(), console=console, transient=True)  # fmt: skip
+    return progress, progress.add_task("predict", total=None)
+
+
 def _fail(exc: BaseException) -> None:
     from rich.markup import escape
 

@@ -15,6 +15,7 @@ from bioelectra.cli.common import (
     _UserError,
     app,
     console,
+    predicting_progress,
 )
 from bioelectra.cli.finetune import Loader, Precision
 
@@ -99,7 +100,6 @@ def _linking_end_to_end(*, model: Path, linker: Path | None, loader: Loader | No
     """``evaluate --loader linking --linker DIR``: NER, linking and the document-level score
     (:func:`downstream.linking.end_to_end.evaluate_end_to_end`); ``unread``: the options it does not read, by
     name, ``None`` where not given."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from downstream.errors import DownstreamError
     from downstream.linking.end_to_end import default_output_dir, evaluate_end_to_end
@@ -119,9 +119,7 @@ def _linking_end_to_end(*, model: Path, linker: Path | None, loader: Loader | No
     if dataset is None:
         _fail(_UserError("--linker: give --dataset ncbi-disease|bc5cdr-disease|bc5cdr-chemical (and --data-dir DIR with its files)"))
     out = output_dir or default_output_dir(dataset.lower())
-    progress = Progress(TextColumn("predicting"), BarColumn(), MofNCompleteColumn(), TextColumn("abstracts"),
-                        TimeElapsedColumn(), console=console, transient=True)  # fmt: skip
-    task = progress.add_task("predict", total=None)
+    progress, task = predicting_progress("abstracts")
     try:
         with progress:
             results = evaluate_end_to_end(

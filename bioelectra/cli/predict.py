@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from bioelectra.cli.common import _fail, _setup_logging, app, console
+from bioelectra.cli.common import _fail, _setup_logging, app, console, predicting_progress
 
 
 class InputFormat(StrEnum):
@@ -55,7 +55,6 @@ def predict(
     """Predict with a saved fine-tuned model on raw text: entities with character offsets (NER) or a
     relation label with probabilities per sentence (RE)."""
     _setup_logging(verbose)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from transformers.utils import logging as hf_logging
 
     from downstream.errors import DownstreamError
@@ -63,9 +62,7 @@ def predict(
 
     hf_logging.disable_progress_bar()  # the weight loading bar: the documents' bar is enough
 
-    progress = Progress(TextColumn("predicting"), BarColumn(), MofNCompleteColumn(), TextColumn("documents"),
-                        TimeElapsedColumn(), console=console, transient=True)  # fmt: skip
-    task = progress.add_task("predict", total=None)
+    progress, task = predicting_progress("documents")
     try:
         with progress:
             summary = predict_files(
