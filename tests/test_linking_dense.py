@@ -82,6 +82,26 @@ def test_training_loop_lowers_the_loss_on_a_tiny_model(tiny_checkpoint):
     assert embeddings.shape == (8, 32) and embeddings[0] @ embeddings[0] == pytest.approx(1.0, abs=1e-5)
 
 
+def test_length_grouped_forward_gives_the_one_batch_vectors_in_order(tiny_checkpoint):
+    encoder = DenseEncoder(str(tiny_checkpoint))
+    encoder.model.eval()
+    texts = ["autosomal dominant polycystic kidney disease type 2", "gout", "renal failure", "tremor",
+             "hereditary nonpolyposis colorectal cancer", "asthma", "breast cancer"]  # fmt: skip
+    with torch.no_grad():
+        whole = encoder.forward(texts)
+        grouped = encoder.forward(texts, group_size=2)
+    assert grouped.shape == whole.shape == (7, 32)
+    assert torch.allclose(grouped, whole, atol=1e-5)
+    # each row is its own text's vector: a single text gives the same row
+    with torch.no_grad():
+        assert torch.allclose(encoder.forward([texts[4]])[0], grouped[4], atol=1e-5)
+    # and gradients reach the weights through the regrouped rows
+    encoder.model.train()
+    loss = multi_similarity_loss(encoder.forward(texts, group_size=3), torch.tensor([0, 1, 2, 3, 0, 4, 5]))
+    loss.backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in encoder.model.parameters())
+
+
 def test_dense_trials_from_the_command_line_save_a_linker_that_loads(tmp_path, tiny_checkpoint):
     out = tmp_path / "run"
     result = CliRunner().invoke(app, ["finetune", "--loader", "linking", "--dataset", "ncbi-disease", "--data-dir", str(TINY),
