@@ -159,6 +159,32 @@ def render_predict_linking() -> str:
     return "\n".join(lines)
 
 
+def render_dense_linker_step() -> str:
+    """``bench/dense_linker_step.py``'s latest report: the dense linker's training step, one padded batch against
+    length-grouped forwards, and the dictionary's embedding rate."""
+    files = sorted(BENCH.glob("dense-linker-step-*.json"), key=_date_of)
+    if not files:
+        return "No `bench/dense_linker_step.py` result is recorded yet."
+    path = files[-1]
+    r = json.loads(path.read_text(encoding="utf-8"))
+    versions = ", ".join(f"{k} {v}" for k, v in r["versions"].items() if k in ("torch", "transformers"))
+    lines = [
+        f"`{path.relative_to(REPO)}` ({r['date']}, {r['device']}, {r['torch_threads']} torch threads, {versions}): "
+        f"`{r['checkpoint']}`, {r['dataset']}'s training pairs ({r['training_pairs']:,}), {r['batch_size_pairs']} pairs "
+        f"({2 * r['batch_size_pairs']} names) a step, {r['steps']} steps timed each way.",
+        "",
+        "| names through the encoder | seconds per step | sub-tokens computed / real | speedup |",
+        "|---|---:|---:|---:|",
+    ]
+    for way in r["ways"]:
+        speedup = r["speedup"].get(way["way"], 1.0)
+        lines.append(f"| {way['way']} | {way['seconds_per_step']:.3f} | {way['padding_ratio']:.2f} | {speedup:.2f}x |")
+    e = r["embedding"]
+    lines += ["", f"Embedding {e['names']:,} dictionary names (sorted by length, 256 a batch): {e['seconds']:.2f} s, "
+              f"{e['names_per_second']:,.0f} names a second."]  # fmt: skip
+    return "\n".join(lines)
+
+
 def render_pretrain_step() -> str:
     """The pre-training step benchmark on the GPU, by ``bench/pretrain_report.py``'s own Markdown."""
     report_module = _load(REPO / "bench" / "pretrain_report.py")
@@ -342,6 +368,7 @@ BLOCKS: dict[tuple[str, str], Callable[[], str]] = {
     ("docs/results/performance.md", "adamw-update"): render_adamw_update,
     ("docs/results/performance.md", "sampling"): render_sampling,
     ("docs/results/performance.md", "predict-linking"): render_predict_linking,
+    ("docs/results/performance.md", "dense-linker-step"): render_dense_linker_step,
     ("docs/results/index.md", "blurb"): render_blurb,
     ("README.md", "blurb-summary"): render_blurb_summary,
 }

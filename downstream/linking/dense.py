@@ -35,7 +35,7 @@ MAX_NAME_TOKENS = 25
 #: Names run through the encoder at a time in a training step, grouped by length (:meth:`DenseEncoder.forward`):
 #: small enough that a group pads little, large enough that its matrix products keep the cores busy
 #: (``bench/dense_linker_step.py``).
-TRAIN_LENGTH_GROUP = 64
+TRAIN_LENGTH_GROUP = 32
 
 #: SapBERT's multi-similarity constants and miner margin (``src/metric_learning.py``).
 MS_ALPHA, MS_BETA, MS_BASE, MINER_MARGIN = 1.0, 60.0, 0.5, 0.2
