@@ -364,6 +364,8 @@ BLOCKS: dict[tuple[str, str], Callable[[], str]] = {
     ("docs/guides/hyperparameter-search.md", "hp-search"): lambda: render_recorded_table("hp-search"),
     ("docs/guides/entity-linking.md", "linking-sparse"): lambda: render_recorded_table("linking-sparse"),
     ("docs/guides/entity-linking.md", "linking-end-to-end"): lambda: render_recorded_table("linking-end-to-end"),
+    ("docs/guides/entity-linking.md", "linking-dense"): lambda: render_recorded_table("linking-dense"),
+    ("docs/guides/entity-linking.md", "linking-end-to-end-dense"): lambda: render_recorded_table("linking-end-to-end-dense"),
     ("docs/results/performance.md", "pretrain-step"): render_pretrain_step,
     ("docs/results/performance.md", "adamw-update"): render_adamw_update,
     ("docs/results/performance.md", "sampling"): render_sampling,
