@@ -365,6 +365,7 @@ BLOCKS: dict[tuple[str, str], Callable[[], str]] = {
     ("docs/guides/entity-linking.md", "linking-sparse"): lambda: render_recorded_table("linking-sparse"),
     ("docs/guides/entity-linking.md", "linking-end-to-end"): lambda: render_recorded_table("linking-end-to-end"),
     ("docs/guides/entity-linking.md", "linking-dense"): lambda: render_recorded_table("linking-dense"),
+    ("docs/guides/entity-linking.md", "linking-dense-epochs"): lambda: render_recorded_table("linking-dense-epochs"),
     ("docs/guides/entity-linking.md", "linking-end-to-end-dense"): lambda: render_recorded_table("linking-end-to-end-dense"),
     ("docs/results/performance.md", "pretrain-step"): render_pretrain_step,
     ("docs/results/performance.md", "adamw-update"): render_adamw_update,
