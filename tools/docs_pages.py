@@ -250,12 +250,17 @@ def render_blurb() -> str:
     models = [m for m in literature.models if m["key"] in shown]
     published_over = first["blurb"].get("published") or {}  # each model's figures over the datasets the first run has
 
-    def published_figures(name: str) -> tuple[str, str, dict]:
-        """A BLURB dataset's metric key and title and the shown models' figures in it (run or not)."""
-        metric, title = task_class(DATASETS[name].task).benchmark_metrics[0]
+    def published_figures(name: str, row: dict | None = None) -> tuple[str, str, dict]:
+        """A BLURB dataset's metric key and title (its task's, as run in ``row`` or as registered) and the
+        published figures in it; none for a dataset neither run nor registered in this version."""
+        task = row["task"] if row else DATASETS[name].task if name in DATASETS else None
+        if task is None:
+            return "", "", {}
+        metric, title = task_class(task).benchmark_metrics[0]
         return metric, title, literature.lookup(name, metric)
 
-    used = {f.source for name in BLURB_DATASETS for k, f in published_figures(name)[2].items() if k in shown}
+    run = {row["dataset"]: row for r in records for row in r["rows"]}
+    used = {f.source for name in BLURB_DATASETS for k, f in published_figures(name, run.get(name))[2].items() if k in shown}
     used |= {v["source"] for v in (first["blurb"].get("published_scores") or {}).values()}
     marks = {key: i for i, key in enumerate((k for k in literature.sources if k in used), start=1)}
     lines = [f"{i}. `{r['command']}` ({r['date']}, {r['device']}, {r['load']}; "
@@ -270,7 +275,7 @@ def render_blurb() -> str:
     for task_type, datasets in BLURB_TASK_TYPES.items():
         for name in datasets:
             found = [by_name.get(name) for by_name in rows]
-            metric, title, figures = published_figures(name)
+            metric, title, figures = published_figures(name, next((f for f in found if f), None))
             published = [f"{figures[m['key']].value:.2f}<sup>{marks[figures[m['key']].source]}</sup>" if m["key"] in figures else ""
                          for m in models]  # fmt: skip
             if not any(found):
