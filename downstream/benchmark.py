@@ -291,15 +291,8 @@ def build_report(base: FinetuneSettings, rows: list[dict[str, Any]], missing: di
     (:func:`blurb_section`)."""
     from downstream.settings import PROTOCOLS
 
-    for row in rows:
-        row["literature"] = {}
-        for metric, _ in task_class(row["task"]).benchmark_metrics:
-            row["literature"][metric] = {k: dataclasses.asdict(f) for k, f in literature.lookup(row["dataset"], metric).items()}
-    used_models = [m for m in literature.models if any(m["key"] in r["literature"][metric] for r in rows for metric in r["literature"])]
     limits = run_limits(base)
-    blurb = blurb_section(rows, literature, limited=bool(limits))
-    used_sources = sorted({f["source"] for r in rows for figures in r["literature"].values() for f in figures.values()}
-                          | ({v["source"] for v in blurb["published_scores"].values()} if blurb["ours"]["score"] is not None else set()))
+    side = published_side(rows, literature, limited=bool(limits))
     return {
         "checkpoint": base.checkpoint_name or base.checkpoint,
         "suite": suite,
@@ -307,12 +300,37 @@ def build_report(base: FinetuneSettings, rows: list[dict[str, Any]], missing: di
         "protocol_source": PROTOCOLS[protocol or "default"]["source"],
         "num_trials": base.num_trials,
         "limits": limits,
-        "rows": rows,
+        "rows": side["rows"],
         "missing": missing,
-        "models": used_models,
-        "sources": {k: literature.sources[k] for k in used_sources},
-        "blurb": blurb,
+        "models": side["models"],
+        "sources": side["sources"],
+        "blurb": side["blurb"],
     }
+
+
+def published_side(rows: list[dict[str, Any]], literature: Literature, *, limited: bool = False) -> dict[str, Any]:
+    """The published part of a benchmark report over ``rows`` (each with its ``dataset``, ``task`` and test
+    ``summary``): ``{"rows", "models", "sources", "blurb"}``, where each row gets its ``literature`` (metric ->
+    model key -> figure, in every benchmark metric of its task; set in place), ``models`` and ``sources`` are
+    those the figures and published BLURB scores use, and ``blurb`` is :func:`blurb_section`."""
+    for row in rows:
+        row["literature"] = {}
+        for metric, _ in task_class(row["task"]).benchmark_metrics:
+            row["literature"][metric] = {k: dataclasses.asdict(f) for k, f in literature.lookup(row["dataset"], metric).items()}
+    used_models = [m for m in literature.models if any(m["key"] in r["literature"][metric] for r in rows for metric in r["literature"])]
+    blurb = blurb_section(rows, literature, limited=limited)
+    used_sources = sorted({f["source"] for r in rows for figures in r["literature"].values() for f in figures.values()}
+                          | ({v["source"] for v in blurb["published_scores"].values()} if blurb["ours"]["score"] is not None else set()))
+    return {"rows": rows, "models": used_models, "sources": {k: literature.sources[k] for k in used_sources}, "blurb": blurb}
+
+
+def with_current_literature(report: dict[str, Any], literature: Literature | None = None) -> dict[str, Any]:
+    """A copy of a ``benchmark.json`` report (or of its record under ``docs/results/data/benchmark``) whose
+    published figures, models, sources and BLURB section are taken from ``literature`` (default: the packaged
+    ``literature.json`` as it is now) instead of the file as it was when the run was made; our figures are
+    unchanged. A figure added or corrected in the file thus reaches the pages of runs recorded before."""
+    rows = json.loads(json.dumps(report["rows"]))  # a deep copy: the report's own rows keep their figures
+    return {**report, **published_side(rows, literature or load_literature(), limited=bool(report.get("limits")))}
 
 
 def blurb_section(rows: list[dict[str, Any]], literature: Literature, *, limited: bool = False) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from pretrain_fixture import TINY_HPARAMS, make_data_dir
 from typer.testing import CliRunner
 
 from bioelectra.cli import app
-from downstream.benchmark import format_minutes, run_seconds
+from downstream.benchmark import format_minutes, run_seconds, with_current_literature
 from downstream.dataset_specs import DATASETS
 from downstream.errors import DownstreamError
 from downstream.literature import SOURCE_FIELDS, literature_file, load_literature
@@ -75,6 +75,28 @@ def test_a_malformed_literature_file_is_refused(tmp_path, change, message):
     path.write_text(json.dumps(data))
     with pytest.raises(DownstreamError, match=message):
         load_literature(path)
+
+
+def test_a_recorded_report_takes_the_published_figures_as_the_file_has_them_now(tmp_path):
+    # a record made when the file had no figure for HoC: shown with today's figures, the record left as it was
+    row = {"dataset": "hoc", "task": "doc-classification", "title": "HoC", "summary": {"test": {"f1": {"mean": 0.8}}},
+           "literature": {"f1": {}}}  # fmt: skip
+    record = {"rows": [row], "limits": {}, "models": [], "sources": {}, "blurb": {}}
+    literature = load_literature()
+    now = with_current_literature(record)
+    figure = literature.lookup("hoc", "f1")["biolinkbert-base"]
+    assert now["rows"][0]["literature"]["f1"]["biolinkbert-base"]["value"] == figure.value
+    assert now["blurb"]["ours"]["score"] == pytest.approx(80.0) and now["blurb"]["published"]["biolinkbert-base"]["score"] == figure.value
+    assert figure.source in now["sources"] and "biolinkbert-base" in [m["key"] for m in now["models"]]
+    assert record["rows"][0]["literature"] == {"f1": {}} and record["blurb"] == {}
+    # a corrected figure reaches the page
+    data = json.loads(literature_file().read_text())
+    next(r for r in data["results"] if (r["model"], r["dataset"]) == ("biolinkbert-base", "hoc"))["value"] = 50.0
+    (tmp_path / "l.json").write_text(json.dumps(data))
+    again = with_current_literature(record, load_literature(tmp_path / "l.json"))
+    assert again["rows"][0]["literature"]["f1"]["biolinkbert-base"]["value"] == 50.0
+    # a limited run's record is not set beside published scores
+    assert with_current_literature({**record, "limits": {"max_steps": 2}})["blurb"]["published"] == {}
 
 
 # ------------------------------------------------------------------------------------------- benchmark

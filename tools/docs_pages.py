@@ -258,20 +258,37 @@ def benchmark_records(suite: str = "blurb") -> list[dict]:
 
 def render_blurb() -> str:
     """The BLURB table: every recorded ``benchmark --suite blurb`` run side by side (test mean ± std per dataset
-    in BLURB's metric, the minutes it took), the published figures, the task-type averages and the score."""
-    from downstream.benchmark import format_mean_std
-    from downstream.blurb import BLURB_TASK_TYPES, score_label
+    in BLURB's metric, the minutes it took), the published figures, the task-type averages and the score. The
+    published side is read from ``downstream/data/literature.json`` as it is now, not from the first record's copy
+    of it (``downstream.benchmark.with_current_literature``)."""
+    from downstream.benchmark import format_mean_std, with_current_literature
+    from downstream.blurb import BLURB_DATASETS, BLURB_TASK_TYPES, score_label
+    from downstream.dataset_specs import DATASETS
     from downstream.kinds import task_class
+    from downstream.literature import load_literature
 
     records = benchmark_records("blurb")
     if not records:
         return "No `benchmark --suite blurb` run is recorded yet."
-    first = records[0]
-    models = [m for m in first["models"] if m["key"] in ("pubmedbert", "biobert-blurb", "biolinkbert-base")]
+    literature = load_literature()
+    first = with_current_literature(records[0], literature)
+    shown = ("pubmedbert", "biobert-blurb", "biolinkbert-base")
+    models = [m for m in literature.models if m["key"] in shown]
     published_over = first["blurb"].get("published") or {}  # each model's figures over the datasets the first run has
-    used = {f["source"] for r in first["rows"] for figures in r["literature"].values() for k, f in figures.items()
-            if k in {m["key"] for m in models}} | {v["source"] for v in (first["blurb"].get("published_scores") or {}).values()}
-    marks = {key: i for i, key in enumerate((k for k in first["sources"] if k in used), start=1)}
+
+    def published_figures(name: str, row: dict | None = None) -> tuple[str, str, dict]:
+        """A BLURB dataset's metric key and title (its task's, as run in ``row`` or as registered) and the
+        published figures in it; none for a dataset neither run nor registered in this version."""
+        task = row["task"] if row else DATASETS[name].task if name in DATASETS else None
+        if task is None:
+            return "", "", {}
+        metric, title = task_class(task).benchmark_metrics[0]
+        return metric, title, literature.lookup(name, metric)
+
+    run = {row["dataset"]: row for r in records for row in r["rows"]}
+    used = {f.source for name in BLURB_DATASETS for k, f in published_figures(name, run.get(name))[2].items() if k in shown}
+    used |= {v["source"] for v in (first["blurb"].get("published_scores") or {}).values()}
+    marks = {key: i for i, key in enumerate((k for k in literature.sources if k in used), start=1)}
     lines = [f"{i}. `{r['command']}` ({r['date']}, {r['device']}, {r['load']}; "
              + ", ".join(f"{k} {v}" for k, v in r["versions"].items()) + f"; first reported in `{r['commit']}`)"
              for i, r in enumerate(records, start=1)]  # fmt: skip
@@ -284,18 +301,15 @@ def render_blurb() -> str:
     for task_type, datasets in BLURB_TASK_TYPES.items():
         for name in datasets:
             found = [by_name.get(name) for by_name in rows]
-            any_row = next((f for f in found if f), None)
-            if any_row is None:
+            metric, title, figures = published_figures(name, next((f for f in found if f), None))
+            published = [f"{figures[m['key']].value:.2f}<sup>{marks[figures[m['key']].source]}</sup>" if m["key"] in figures else ""
+                         for m in models]  # fmt: skip
+            if not any(found):
                 why = missing.get(name, "not in the run yet").split(" (")[0].split(": ")[-1]
-                lines.append(f"| {task_type} | {name} | | " + " | ".join(["-"] * len(names)) + " | " + " | ".join([""] * len(models))
+                lines.append(f"| {task_type} | {name} | {title} | " + " | ".join(["-"] * len(names)) + " | " + " | ".join(published)
                              + f" | not run: {why} |")  # fmt: skip
                 continue
-            metric, title = task_class(any_row["task"]).benchmark_metrics[0]
             ours = [format_mean_std(f["summary"]["test"].get(metric, {})) if f else "-" for f in found]
-            published = []
-            for m in models:
-                figure = any_row["literature"].get(metric, {}).get(m["key"])
-                published.append(f"{figure['value']:.2f}<sup>{marks[figure['source']]}</sup>" if figure else "")
             minutes = " / ".join("-" if not f or f.get("seconds") is None else f"{f['seconds'] / 60:.1f}" for f in found)
             lines.append(f"| {task_type} | {name} | {title} | " + " | ".join(ours) + " | " + " | ".join(published) + f" | {minutes} |")
     model_names = first["blurb"].get("model_names", {})
@@ -319,7 +333,7 @@ def render_blurb() -> str:
             f"{model_names.get(k, k)} {v['value']:.2f}" + (f"<sup>{marks[v['source']]}</sup>" if v["source"] in marks else "")
             for k, v in published_scores.items()) + "."]  # fmt: skip
     lines += ["", "Sources:", ""]
-    lines += [f"{i}. {first['sources'][key]['citation']}. <{first['sources'][key]['url']}>" for key, i in marks.items()]
+    lines += [f"{i}. {literature.sources[key]['citation']}. <{literature.sources[key]['url']}>" for key, i in marks.items()]
     return "\n".join(lines)
 
 
