@@ -133,15 +133,12 @@ class DenseEncoder:
         """
         import torch
 
-        if group_size is None or group_size >= len(texts):
-            batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=MAX_NAME_TOKENS, return_tensors="pt")
-            batch = {k: v.to(self.model.device) for k, v in batch.items()}
-            return self.model(**batch).last_hidden_state[:, 0]  # (batch, hidden)
         ids = self.tokenizer(list(texts), truncation=True, max_length=MAX_NAME_TOKENS)["input_ids"]
-        order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
+        size = group_size or len(texts)  # None: one batch, one group
+        order = sorted(range(len(texts)), key=lambda i: len(ids[i])) if size < len(texts) else list(range(len(texts)))
         vectors = []
-        for start in range(0, len(order), group_size):
-            group = order[start : start + group_size]
+        for start in range(0, len(order), size):
+            group = order[start : start + size]
             batch = self.tokenizer.pad({"input_ids": [ids[i] for i in group]}, return_tensors="pt")
             batch = {k: v.to(self.model.device) for k, v in batch.items()}
             vectors.append(self.model(**batch).last_hidden_state[:, 0])  # (group, hidden)
