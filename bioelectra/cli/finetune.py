@@ -39,6 +39,7 @@ class Loader(StrEnum):
 class Linker(StrEnum):
     sparse = "sparse"
     dense = "dense"
+    biosyn = "biosyn"
 
 
 class Precision(StrEnum):
@@ -173,7 +174,7 @@ _FinetuneFolds = Annotated[
 ]
 _FinetuneLinker = Annotated[
     Linker | None,
-    typer.Option(help="--loader linking: the linker, 'sparse' (TF-IDF over character n-grams of the dictionary's names; no model, no training) or 'dense' (a bi-encoder trained from --ckpt by SapBERT's self-alignment, its score added to the sparse one as BioSyn does; --trials seeded trainings). Default sparse."),
+    typer.Option(help="--loader linking: the linker, 'sparse' (TF-IDF over character n-grams of the dictionary's names; no model, no training) 'dense' (a bi-encoder trained from --ckpt by SapBERT's self-alignment, its score added to the sparse one as BioSyn does; --trials seeded trainings) or 'biosyn' (dense, then BioSyn's synonym marginalisation on the training mentions, the sparse weight learned). Default sparse."),
 ]
 _FinetuneReHead = Annotated[
     ReHead,

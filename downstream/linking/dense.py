@@ -109,9 +109,11 @@ class DenseEncoder:
     Args:
         checkpoint: a folder ``AutoModel`` and the fast tokenizer load. Its weights are loaded in float32 whatever
             the file's type (the shipped checkpoints are float16, in which AdamW's updates overflow to NaN).
+        normalize: :meth:`embed` gives L2-normalised vectors (scores are cosines: SapBERT's); ``False``: the raw
+            ``[CLS]`` vectors (scores are inner products: BioSyn's, :mod:`downstream.linking.marginalization`).
     """
 
-    def __init__(self, checkpoint: str) -> None:
+    def __init__(self, checkpoint: str, *, normalize: bool = True) -> None:
         import torch
         from transformers import AutoModel
 
@@ -119,6 +121,7 @@ class DenseEncoder:
 
         self.tokenizer = load_tokenizer(checkpoint)
         self.model = AutoModel.from_pretrained(checkpoint, dtype=torch.float32)
+        self.normalize = normalize
 
     def forward(self, texts: Sequence[str], *, group_size: int | None = None):
         """``(len(texts), hidden)`` ``[CLS]`` vectors, with gradients (training).
@@ -147,8 +150,8 @@ class DenseEncoder:
         return torch.cat(vectors)[inverse.to(vectors[0].device)]  # back in the given order
 
     def embed(self, texts: Sequence[str], *, batch_size: int = 256) -> np.ndarray:
-        """``(len(texts), hidden)`` float32 L2-normalised embeddings (no gradients; texts sorted by length so
-        batches pad little, returned in the given order)."""
+        """``(len(texts), hidden)`` float32 embeddings, L2-normalised when the encoder ``normalize`` s (no
+        gradients; texts sorted by length so batches pad little, returned in the given order)."""
         import torch
         import torch.nn.functional as F
 
@@ -158,7 +161,8 @@ class DenseEncoder:
         with torch.no_grad():
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
-                out[rows] = F.normalize(self.forward([texts[i] for i in rows]), dim=-1).float().cpu().numpy()
+                vectors = self.forward([texts[i] for i in rows])  # (len(rows), hidden)
+                out[rows] = (F.normalize(vectors, dim=-1) if self.normalize else vectors).float().cpu().numpy()
         return out
 
 

@@ -41,6 +41,12 @@ logger = logging.getLogger(__name__)
 #: The character n-gram ranges the sparse linker tries on the development set (BioSyn's first).
 SPARSE_NGRAM_RANGES = ((1, 2), (1, 3), (2, 3), (2, 4))
 
+#: What each trained linker is, as its record and card say.
+METHODS = {
+    "dense": "SapBERT self-alignment (multi-similarity loss), BioSyn hybrid score",
+    "biosyn": "SapBERT self-alignment, then BioSyn synonym marginalisation (learned sparse weight)",
+}
+
 #: Candidates kept per query (the largest k reported).
 NUM_CANDIDATES = max(REPORTED_K)
 
@@ -229,10 +235,47 @@ def _finished_trial(trial_dir: Path, fingerprint: str) -> dict[str, Any] | None:
     return None
 
 
+def _marginalize(encoder, data: LinkingData, dev_sparse, *, seed: int):
+    """The ``biosyn`` linker's second stage (:mod:`downstream.linking.marginalization`) on the training
+    mentions against the training dictionary, the development set linked after each epoch.
+
+    Returns:
+        ``(linker, record)``: the :class:`~downstream.linking.dense.HybridLinker` over the development dictionary
+        with the learned sparse weight, and ``{"marginalization_steps", "marginalization_loss",
+        "marginalization_dev"`` (per epoch: ``epoch``, ``sparse_weight``, ``dev`` metrics)``}``.
+    """
+    from downstream.linking import marginalization
+    from downstream.linking.dense import HybridLinker
+    from downstream.linking.sparse import BIOSYN_NGRAM_RANGE, SparseLinker
+
+    train_dictionary, dev_dictionary = data.dictionaries["train"], data.dictionaries["dev"]
+    if dev_dictionary.names[: len(train_dictionary)] != train_dictionary.names:
+        raise ValueError("the development dictionary does not start with the training one")
+    encoder.normalize = False  # BioSyn's inner products from here on
+    per_epoch, linkers = [], []
+
+    def on_epoch(epoch: int, name_embeddings: np.ndarray, sparse_weight: float) -> None:
+        extra = dev_dictionary.names[len(train_dictionary) :]
+        embeddings = np.concatenate([name_embeddings, encoder.embed(extra)]) if extra else name_embeddings
+        linker = HybridLinker(encoder, dev_dictionary.names, dev_sparse, sparse_weight=sparse_weight, name_embeddings=embeddings)
+        metrics = link_queries(linker.search, data.queries["dev"], dev_dictionary).metrics
+        logger.info("synonym marginalisation: epoch %d, sparse weight %.3f, dev accuracy@1 %.4f", epoch, sparse_weight,
+                    metrics["accuracy_at_1"])  # fmt: skip
+        per_epoch.append({"epoch": epoch, "sparse_weight": round(sparse_weight, 4), "dev": metrics})
+        linkers[:] = [linker]
+
+    sparse = SparseLinker(train_dictionary.names, ngram_range=BIOSYN_NGRAM_RANGE)
+    result = marginalization.train_marginalization(encoder, train_dictionary.names, train_dictionary.concept_ids, sparse,
+                                                   data.queries["train"], seed=seed, epochs=marginalization.EPOCHS,
+                                                   on_epoch=on_epoch)  # fmt: skip
+    record = {key: result[key] for key in ("marginalization_steps", "marginalization_loss")}
+    return linkers[0], {**record, "marginalization_dev": per_epoch}
+
+
 def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
     """``settings.num_trials`` seeded trials of the dense linker (:mod:`downstream.linking.dense`): trial ``i``
-    trains from ``settings.checkpoint`` with seed ``settings.seed + i``, chooses the sparse weight on dev,
-    scores test and saves the linker in ``trial-<i>/linker/`` (:func:`downstream.linking.saved.save_linker`).
+    trains from ``settings.checkpoint`` with seed ``settings.seed + i``, chooses the sparse weight on dev (the
+    ``biosyn`` linker: trains on by synonym marginalisation, :func:`_marginalize`, which learns it), scores test and saves the linker in ``trial-<i>/linker/`` (:func:`downstream.linking.saved.save_linker`).
     A trial already finished with the same settings is reused (:func:`_finished_trial`)."""
     import torch
 
@@ -262,16 +305,25 @@ def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
         trained = train_encoder(encoder, pairs, seed=seed, learning_rate=settings.learning_rate,
                                 batch_size=settings.per_device_train_batch_size, num_epochs=settings.num_train_epochs,
                                 max_steps=settings.max_steps, weight_decay=settings.weight_decay)  # fmt: skip
-        train_seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        linker = HybridLinker(encoder, dev_dictionary.names, SparseLinker(dev_dictionary.names, ngram_range=BIOSYN_NGRAM_RANGE))
-        texts = [part for q in data.queries["dev"] for part in q.parts]
-        found = _search_weights(linker, texts, SPARSE_WEIGHTS, NUM_CANDIDATES)
-        tried = [{"sparse_weight": w, "dev": link_queries(_fixed_search(found[w]), data.queries["dev"], dev_dictionary).metrics}
-                 for w in SPARSE_WEIGHTS]  # fmt: skip
-        metric = settings.metric.removeprefix("eval_")
-        best = max(range(len(tried)), key=lambda i: (tried[i]["dev"][metric], -i))
-        weight = SPARSE_WEIGHTS[best]
+        dev_sparse = SparseLinker(dev_dictionary.names, ngram_range=BIOSYN_NGRAM_RANGE)
+        if settings.linker == "biosyn":
+            linker, marginalization = _marginalize(encoder, data, dev_sparse, seed=seed)
+            trained.update(marginalization)
+            train_seconds = time.perf_counter() - started
+            started = time.perf_counter()
+            weight = linker.sparse_weight  # learned
+            tried, best = [{"sparse_weight": weight, "dev": marginalization["marginalization_dev"][-1]["dev"]}], 0
+        else:
+            train_seconds = time.perf_counter() - started
+            started = time.perf_counter()
+            linker = HybridLinker(encoder, dev_dictionary.names, dev_sparse)
+            texts = [part for q in data.queries["dev"] for part in q.parts]
+            found = _search_weights(linker, texts, SPARSE_WEIGHTS, NUM_CANDIDATES)
+            tried = [{"sparse_weight": w, "dev": link_queries(_fixed_search(found[w]), data.queries["dev"], dev_dictionary).metrics}
+                     for w in SPARSE_WEIGHTS]  # fmt: skip
+            metric = settings.metric.removeprefix("eval_")
+            best = max(range(len(tried)), key=lambda i: (tried[i]["dev"][metric], -i))
+            weight = SPARSE_WEIGHTS[best]
         dev_seconds = time.perf_counter() - started
         started = time.perf_counter()
         # the test dictionary is the development one with the development mentions' names after it
@@ -286,8 +338,8 @@ def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
         write_predictions(trial_dir / "test_predictions.tsv", test, test_dictionary)
         errors = write_errors(trial_dir / "errors.tsv", test, test_dictionary)
         record = {
-            "trial_index": trial_index, "seed": seed, "best_epoch": None, "linker": "dense",
-            "method": "SapBERT self-alignment (multi-similarity loss), BioSyn hybrid score",
+            "trial_index": trial_index, "seed": seed, "best_epoch": None, "linker": settings.linker,
+            "method": METHODS[settings.linker],
             "training_pairs": len(pairs), **trained, "sparse_weight": weight, "ngram_range": list(BIOSYN_NGRAM_RANGE),
             "selection": tried, "dev": tried[best]["dev"], "test": test.metrics, "test_errors": errors,
             "train_seconds": round(train_seconds, 2), "dev_seconds": round(dev_seconds, 2), "test_seconds": round(test_seconds, 2),

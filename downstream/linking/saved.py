@@ -3,11 +3,12 @@
 - ``encoder/``: the trained encoder (``save_pretrained``, safetensors) and its tokenizer (dense linkers only);
 - ``names.tsv``: the dictionary, one ``name<TAB>ids`` per line (ids joined by ``|``), in the embeddings' order;
 - ``preferred.tsv``: ``id<TAB>readable name`` (what predictions show beside an id);
-- ``name_embeddings.npy``: ``(num_names, hidden)`` float32, L2-normalised (dense);
+- ``name_embeddings.npy``: ``(num_names, hidden)`` float32, L2-normalised unless ``linker.json`` says
+  ``"normalized": false`` (a ``biosyn`` linker: raw ``[CLS]`` vectors, inner-product scores);
 - ``tfidf_vocabulary.json``, ``tfidf_idf.npy``, ``tfidf_names.npz``: the sparse score's fitted TF-IDF (its
   n-grams in column order, idf vector and the names' rows; :meth:`~downstream.linking.sparse.SparseLinker.save`),
   read back without fitting;
-- ``linker.json``: the card's data: format version, ``sparse`` or ``dense``, entity type, sparse weight and
+- ``linker.json``: the card's data: format version, ``sparse`` or ``dense`` (``biosyn`` included), entity type, sparse weight and
   n-gram range, method, dataset and its dev / test accuracy@k, and ``tfidf``: the TF-IDF files' format version
   and names;
 - ``README.md``: the card.
@@ -81,10 +82,12 @@ def save_linker(directory: Path, dictionary: Dictionary, spec, record: dict[str,
         "sparse_weight": sparse_weight if encoder is not None else None, "method": record.get("method"),
         "seed": record.get("seed"), "dev": record.get("dev"), "test": record.get("test"),
         "num_names": len(dictionary), "num_concepts": len(dictionary.id_set()), "tfidf": tfidf,
+        "normalized": encoder.normalize if encoder is not None else None,
     }  # fmt: skip
     (tmp / "linker.json").write_text(json.dumps(card, indent=2), encoding="utf-8")
     test = card["test"] or {}
-    score = f"dense + {sparse_weight} x sparse" if encoder is not None else "sparse (TF-IDF over character n-grams)"
+    dense = "cosine" if encoder is not None and encoder.normalize else "inner product"
+    score = f"dense ({dense}) + {sparse_weight:.4g} x sparse" if encoder is not None else "sparse (TF-IDF over character n-grams)"
     (tmp / "README.md").write_text(
         f"# Entity linker: {spec.title}\n\n{card['method']}. Links {card['entity_type']} mentions to "
         f"{card['num_concepts']} concept ids through {card['num_names']} names; score: {score}.\n\n"
@@ -152,7 +155,8 @@ def load_linker(directory: str | Path):
     embeddings = np.load(directory / "name_embeddings.npy")
     if embeddings.shape[0] != len(dictionary):
         raise DownstreamError(f"{directory}: {embeddings.shape[0]} embeddings for {len(dictionary)} names")
-    linker = HybridLinker(DenseEncoder(str(directory / "encoder")), dictionary.names, sparse,
+    encoder = DenseEncoder(str(directory / "encoder"), normalize=card.get("normalized") is not False)
+    linker = HybridLinker(encoder, dictionary.names, sparse,
                           sparse_weight=card["sparse_weight"], name_embeddings=embeddings)  # fmt: skip
     return linker, dictionary, card
 

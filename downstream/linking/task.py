@@ -16,7 +16,7 @@ from downstream.errors import DownstreamError
 from downstream.task import TaskKind
 
 #: The linkers ``--linker`` names.
-LINKERS = ("sparse", "dense")
+LINKERS = ("sparse", "dense", "biosyn")
 
 _NOT_TRAINER = "the linking kind runs its own trials (downstream.linking.run), not through the Trainer"
 
