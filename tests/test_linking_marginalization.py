@@ -101,6 +101,8 @@ def test_biosyn_linker_from_the_command_line_saves_a_linker_that_loads(tmp_path,
     assert trial["linker"] == "biosyn" and "synonym marginalisation" in trial["method"]
     assert [e["epoch"] for e in trial["marginalization_dev"]] == [1, 2] and trial["marginalization_steps"] > 0
     assert trial["dev"] == trial["marginalization_dev"][-1]["dev"]
+    by_epoch = ", ".join(f"{100 * e['dev']['accuracy_at_1']:.2f}" for e in trial["marginalization_dev"])
+    assert f"dev acc@1 by epoch {by_epoch}" in (out / "results.md").read_text()
     linker, dictionary, card = load_linker(out / "trial-0" / "linker")
     assert card["normalized"] is False and not linker.encoder.normalize
     assert card["sparse_weight"] == pytest.approx(trial["sparse_weight"])

@@ -73,6 +73,10 @@ def format_linking_markdown(report: dict[str, Any]) -> str:
     ]
     for r in report["trials"]:
         details = f"character {r['ngram_range'][0]}-{r['ngram_range'][1]}-grams" if "ngram_range" in r else ""
+        if r.get("sparse_weight") is not None:
+            details += f"; sparse weight {r['sparse_weight']:.4g}"
+        if r.get("marginalization_dev"):  # the biosyn linker: dev accuracy@1 after each epoch of its second stage
+            details += "; dev acc@1 by epoch " + ", ".join(_pct(e["dev"]["accuracy_at_1"]) for e in r["marginalization_dev"])
         if "train_seconds" in r:
             details += f"; trained {r['train_seconds']:.0f} s"
         lines.append(
