@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from downstream.linking.dense import TRAIN_LENGTH_GROUP
 from downstream.linking.metrics import is_correct, top_k
 from downstream.linking.preprocess import Query
 from downstream.linking.sparse import CHUNK
@@ -116,7 +117,7 @@ def marginal_nll(scores, labels):
 
 def train_marginalization(encoder, names: list[str], concept_ids: list[tuple[str, ...]], sparse, queries: Sequence[Query], *,
                           seed: int, epochs: int = EPOCHS, learning_rate: float = LEARNING_RATE, batch_queries: int = BATCH_QUERIES,
-                          topk: int = TOPK, length_group: int | None = 32,
+                          topk: int = TOPK, length_group: int | None = TRAIN_LENGTH_GROUP,
                           on_epoch: Callable[[int, np.ndarray, float], None] | None = None) -> dict:  # fmt: skip
     """Train ``encoder`` (a :class:`downstream.linking.dense.DenseEncoder` with ``normalize=False``) by synonym
     marginalisation (module docstring) on the parts of ``queries`` against the dictionary ``names``.
@@ -124,6 +125,8 @@ def train_marginalization(encoder, names: list[str], concept_ids: list[tuple[str
     Args:
         names, concept_ids: the dictionary searched for candidates.
         sparse: a :class:`downstream.linking.sparse.SparseLinker` over ``names``.
+        length_group: names run through the encoder at a time, grouped by length
+            (:meth:`~downstream.linking.dense.DenseEncoder.forward`).
         on_epoch: called after each epoch with ``(epoch, name_embeddings, sparse_weight)``, the names' embeddings
             ``(len(names), hidden)`` from the encoder as it then is (those the next epoch's candidates come from).
 
