@@ -50,7 +50,7 @@ SPARSE_WEIGHT_LR = 0.01
 WEIGHT_DECAY = 0.01
 
 #: Epochs over the training mentions. BioSyn trains 10 from BioBERT; after SapBERT's stage, on NCBI-disease
-#: (seed 42) a second epoch halved the training loss but not the development error (accuracy@1 89.07 after
+#: (seed 42) a second epoch more than halved the training loss but not the development error (accuracy@1 89.07 after
 #: one, 88.95 after two; docs/guides/entity-linking.md), and an epoch costs about 4.5 min on the 2-core CPU.
 #: Each epoch's development accuracy is in the trial's record (``marginalization_dev``).
 EPOCHS = 1
