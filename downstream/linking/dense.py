@@ -166,6 +166,25 @@ class DenseEncoder:
         return out
 
 
+def optimizer_step(optimizer, loss, *, finite: bool = True, where: str, hint: str) -> float:
+    """One optimizer step on ``loss`` (a scalar tensor): back-propagate, step, clear the gradients; return the
+    loss's value. Shared by the dense linker's training loops (:func:`train_encoder`,
+    :func:`downstream.linking.marginalization.train_marginalization`).
+
+    Raises:
+        ValueError: ``loss`` not finite, or ``finite`` false (the caller's own check), before any update;
+            the message names ``where`` and ``hint``.
+    """
+    import torch
+
+    if not finite or not torch.isfinite(loss):
+        raise ValueError(f"{where}: the loss became {loss.item()} ({hint})")
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.item()
+
+
 def train_encoder(encoder: DenseEncoder, pairs: list[tuple[str, str, str]], *, seed: int, learning_rate: float,
                   batch_size: int, num_epochs: float, max_steps: int = -1, weight_decay: float = 0.01,
                   length_group: int | None = TRAIN_LENGTH_GROUP) -> dict:  # fmt: skip
@@ -202,12 +221,8 @@ def train_encoder(encoder: DenseEncoder, pairs: list[tuple[str, str, str]], *, s
             texts = [a for a, _, _ in batch] + [b for _, b, _ in batch]
             embeddings = encoder.forward(texts, group_size=length_group)  # (2B, hidden)
             loss = multi_similarity_loss(embeddings, labels.to(embeddings.device))
-            if not torch.isfinite(loss) or not torch.isfinite(embeddings).all():
-                raise ValueError(f"dense training: the loss became {loss.item()} at step {step} (lower --learning-rate)")
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
-            losses.append(loss.item())
+            finite = bool(torch.isfinite(embeddings).all())
+            losses.append(optimizer_step(optimizer, loss, finite=finite, where=f"dense training: step {step}", hint="lower --learning-rate"))
             step += 1
             if step % 50 == 0:
                 logger.info("dense training: step %d of %d, loss %.4f", step, total, float(np.mean(losses[-50:])))

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from downstream.linking.dense import TRAIN_LENGTH_GROUP
+from downstream.linking.dense import TRAIN_LENGTH_GROUP, optimizer_step
 from downstream.linking.metrics import is_correct, top_k
 from downstream.linking.preprocess import Query
 from downstream.linking.sparse import CHUNK
@@ -181,13 +181,8 @@ def train_marginalization(encoder, names: list[str], concept_ids: list[tuple[str
             picked = name_vectors[torch.tensor([[position[int(j)] for j in row] for row in cand])]  # (b, topk, hidden)
             dense = torch.einsum("bh,bkh->bk", query_vectors, picked)
             scores = dense + sparse_weight * torch.from_numpy(chosen_sparse[batch])
-            loss = marginal_nll(scores, labels)
-            if not torch.isfinite(loss):
-                raise ValueError(f"synonym marginalisation: the loss became {loss.item()} at step {step} (lower the learning rate)")
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
-            losses.append(loss.item())
+            where = f"synonym marginalisation: step {step}"
+            losses.append(optimizer_step(optimizer, marginal_nll(scores, labels), where=where, hint="lower the learning rate"))
             step += 1
             if step % 50 == 0:
                 logger.info("synonym marginalisation: epoch %d, step %d, loss %.4f, sparse weight %.3f", epoch, step,
