@@ -27,7 +27,7 @@ STD_DDOF = 1
 
 #: Settings that only some task kinds read. Each kind names those it reads (its ``own_options``); the
 #: fingerprint leaves out the others, so changing another kind's option never invalidates finished trials.
-KIND_OPTIONS = ("fold", "re_head", "iob1_policy", "dev_fraction", "dev_split_seed", "double_unordered", "linker")
+KIND_OPTIONS = ("fold", "re_head", "iob1_policy", "dev_fraction", "dev_split_seed", "double_unordered", "linker", "train_on")
 
 
 #: The QA settings' defaults (added after NER / RE runs were made: left out of fingerprints when default).
@@ -113,6 +113,9 @@ class FinetuneSettings:
         linker: entity linking: the linker of ``--loader linking`` (``sparse``: TF-IDF over character n-grams,
             :mod:`downstream.linking.sparse`; ``dense``: a bi-encoder trained from the checkpoint,
             :mod:`downstream.linking.dense`). The other kinds ignore it.
+        train_on: entity linking, trained linkers: the mentions the linker scored on the test set is trained on,
+            ``train`` or ``train+dev`` (BioSyn's protocol for its published figures: dev chooses, then a second
+            fit on train + dev is scored; :mod:`downstream.linking.run`). The other kinds ignore it.
     """
 
     task: str
@@ -156,6 +159,7 @@ class FinetuneSettings:
     report_to: str = "none"
     double_unordered: bool = True
     linker: str = "sparse"
+    train_on: str = "train"
 
     def __post_init__(self) -> None:
         """Refuse values that would finish with exit 0 and a meaningless result, or crash later.
@@ -236,8 +240,9 @@ class FinetuneSettings:
                 data.pop(key)
         # defaults added after runs were made: leave them out, so the fingerprints of those runs stay valid
         for key, default in (("layerwise_lr_decay", 1.0), ("optimizer", "adamw"), ("dropout", None),
-                             ("max_eval_examples", None), *QA_DEFAULTS.items()):
-            if data[key] == default:
+                             ("max_eval_examples", None), ("train_on", "train"),
+                             *QA_DEFAULTS.items()):
+            if key in data and data[key] == default:
                 data.pop(key)
         data.pop("protocol")  # a name: the values it set are the other fields
         # the type of bare B / I tags names the saved model's labels: a run from before typed labels differs

@@ -96,6 +96,13 @@ def test_bad_options_and_missing_files_are_clear(tmp_path, tiny_checkpoint):
     result = runner.invoke(app, ["finetune", "--loader", "ner", "--dataset", "ncbi-disease", "--linker", "sparse",
                                  "--ckpt", str(tiny_checkpoint), "--output-dir", str(out)])  # fmt: skip
     assert result.exit_code != 0 and "--linker is an option of --loader linking" in result.output
+    result = runner.invoke(app, ["finetune", "--loader", "ner", "--dataset", "ncbi-disease", "--train-on", "train+dev",
+                                 "--ckpt", str(tiny_checkpoint), "--output-dir", str(out)])  # fmt: skip
+    assert result.exit_code != 0 and "--train-on is an option of --loader linking" in result.output
+    result, _ = _finetune(tmp_path, tiny_checkpoint, "--dataset", "ncbi-disease", "--train-on", "train+dev")
+    assert result.exit_code != 0 and "the sparse linker is not trained" in result.output
+    result, _ = _finetune(tmp_path, tiny_checkpoint, "--dataset", "ncbi-disease", "--train-on", "dev")
+    assert result.exit_code != 0 and "--train-on" in result.output and "'train+dev'" in " ".join(result.output.split())
     result = runner.invoke(app, ["finetune", "--loader", "linking", "--dataset", "bc5cdr-disease", "--data-dir", str(tmp_path),
                                  "--ckpt", str(tiny_checkpoint), "--output-dir", str(out)])  # fmt: skip
     assert result.exit_code != 0 and "missing" in result.output and "CDR_TrainingSet.PubTator.txt" in result.output

@@ -17,6 +17,7 @@ from downstream.errors import DownstreamError
 from downstream.linking.dense import DenseEncoder, multi_similarity_loss, train_encoder, training_pairs
 from downstream.linking.dictionary import Dictionary
 from downstream.linking.preprocess import Query
+from downstream.linking.run import link_queries, load_linking_data
 from downstream.linking.saved import load_linker
 from downstream.linking.sparse import SparseLinker
 
@@ -127,3 +128,31 @@ def test_dense_trials_from_the_command_line_save_a_linker_that_loads(tmp_path, t
     assert result.exit_code == 0, result.output
     again = json.loads((out / "results.json").read_text())
     assert again["trials"][:2] == report["trials"] and again["trials"][2]["seed"] == 44
+
+
+def test_train_dev_fits_again_on_both_and_scores_that_fit(tmp_path, tiny_checkpoint):
+    def run(out, *extra):
+        result = CliRunner().invoke(app, ["finetune", "--loader", "linking", "--dataset", "ncbi-disease", "--data-dir", str(TINY),
+                                          "--linker", "dense", "--ckpt", str(tiny_checkpoint), "--trials", "1", "--max-steps", "3",
+                                          "--batch-size", "4", "--learning-rate", "1e-3", "--output-dir", str(out), *extra])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        return json.loads((out / "results.json").read_text())
+
+    plain, both = run(tmp_path / "train"), run(tmp_path / "both", "--train-on", "train+dev")
+    trial, refitted = plain["trials"][0], both["trials"][0]
+    assert "refit" not in trial and trial["train_on"] == "train" and refitted["train_on"] == "train+dev"
+    assert both["settings"]["train_on"] == "train+dev" and "train+dev" in (tmp_path / "both" / "results.md").read_text()
+    # the first fit is the same (same seed): same development figures and chosen weight
+    assert refitted["dev"] == trial["dev"] and refitted["sparse_weight"] == trial["sparse_weight"]
+    # the second fit saw the development mentions too: one more pair for each with a name of its concept
+    data = load_linking_data("ncbi-disease", TINY)
+    names_of = {ids[0] for ids in data.dictionaries["train+dev"].concept_ids}
+    added = sum(q.concept_ids[0] in names_of for q in data.queries["dev"])
+    assert added > 0
+    assert refitted["refit"]["training_pairs"] == refitted["training_pairs"] + added and refitted["refit"]["steps"] == 3
+    # the saved linker is the second fit, the one scored on the test set
+    linker, dictionary, card = load_linker(tmp_path / "both" / "trial-0" / "linker")
+    assert card["test"] == refitted["test"] and card["sparse_weight"] == refitted["sparse_weight"]
+    assert link_queries(linker.search, data.queries["test"], dictionary).metrics == pytest.approx(refitted["test"])
+    first, _, _ = load_linker(tmp_path / "train" / "trial-0" / "linker")
+    assert not np.allclose(first.name_embeddings, linker.name_embeddings)

@@ -111,3 +111,21 @@ def test_biosyn_linker_from_the_command_line_saves_a_linker_that_loads(tmp_path,
     assert np.allclose(linker.encoder.embed(["breast cancer"])[0], linker.name_embeddings[row], atol=1e-4)
     indices, _ = linker.search(["breast cancer"], 3)
     assert indices.shape == (1, 3)
+
+
+def test_biosyn_on_train_dev_learns_its_weight_again_without_looking_at_dev(tmp_path, tiny_checkpoint):
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["finetune", "--loader", "linking", "--dataset", "ncbi-disease", "--data-dir", str(TINY),
+                                      "--linker", "biosyn", "--ckpt", str(tiny_checkpoint), "--trials", "1", "--max-steps", "2",
+                                      "--batch-size", "4", "--train-on", "train+dev", "--output-dir", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    trial = json.loads((out / "results.json").read_text())["trials"][0]
+    refit = trial["refit"]
+    # the first fit was scored on dev epoch by epoch; the second, trained on dev, is not
+    assert all("dev" in e for e in trial["marginalization_dev"]) and trial["dev"] == trial["marginalization_dev"][-1]["dev"]
+    assert refit["marginalization_dev"] and not any("dev" in e for e in refit["marginalization_dev"])
+    assert refit["marginalization_steps"] >= trial["marginalization_steps"] > 0  # more mentions, as many epochs
+    # the weight scored on test and saved is the one the second fit learned
+    assert trial["sparse_weight"] == pytest.approx(refit["marginalization_dev"][-1]["sparse_weight"], abs=1e-4)
+    _, _, card = load_linker(out / "trial-0" / "linker")
+    assert card["sparse_weight"] == trial["sparse_weight"] and card["test"] == trial["test"]

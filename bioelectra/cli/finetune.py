@@ -42,6 +42,10 @@ class Linker(StrEnum):
     biosyn = "biosyn"
 
 
+#: ``--train-on`` (downstream.linking.task.TRAIN_ON).
+TrainOn = StrEnum("TrainOn", {"train": "train", "train_dev": "train+dev"})
+
+
 class Precision(StrEnum):
     auto = "auto"
     fp32 = "fp32"
@@ -176,6 +180,10 @@ _FinetuneLinker = Annotated[
     Linker | None,
     typer.Option(help="--loader linking: the linker, 'sparse' (TF-IDF over character n-grams of the dictionary's names; no model, no training) 'dense' (a bi-encoder trained from --ckpt by SapBERT's self-alignment, its score added to the sparse one as BioSyn does; --trials seeded trainings) or 'biosyn' (dense, then BioSyn's synonym marginalisation on the training mentions, the sparse weight learned). Default sparse."),
 ]
+_FinetuneTrainOn = Annotated[
+    TrainOn | None,
+    typer.Option(help="--loader linking, --linker dense or biosyn: what the linker scored on the test set is trained on: 'train' (the training mentions), or 'train+dev' (BioSyn's protocol for its published figures: each trial is fitted on train, scored on dev, where the dense linker's sparse weight is chosen, then fitted again from --ckpt with the same seed on the training and development mentions; the test set is scored with that fit). Default train."),
+]
 _FinetuneReHead = Annotated[
     ReHead,
     typer.Option("--re-head", "--re_head", help="RE, yes/no and GLUE classifier head: 'electra' (dropout + linear over [CLS], ELECTRA's) or 'hf' (ElectraClassificationHead)."),
@@ -262,6 +270,7 @@ def finetune(
     null_window_fraction: _FinetuneNullWindowFraction = None,
     double_unordered: _FinetuneDoubleUnordered = None,
     linker: _FinetuneLinker = None,
+    train_on: _FinetuneTrainOn = None,
     hp_search: _FinetuneHpSearch = None,
     report_to: _FinetuneReportTo = "none",
     find_lr: _FinetuneFindLr = False,
@@ -291,6 +300,7 @@ def finetune(
         "max_seq_length": max_seq_length, "warmup_ratio": warmup_ratio, "weight_decay": weight_decay,
         "layerwise_lr_decay": layerwise_lr_decay, "optimizer": optimizer.value if optimizer else None,
         "dropout": dropout, "doc_stride": doc_stride, "max_query_length": max_query_length, "linker": linker and linker.value,
+        "train_on": train_on and train_on.value,
         "max_answer_length": max_answer_length, "n_best_size": n_best_size, "metric": metric,
         "null_score_threshold": null_score_threshold, "null_window_fraction": null_window_fraction, "double_unordered": double_unordered,
     }  # fmt: skip

@@ -7,6 +7,13 @@ training mentions, the test queries against the vocabulary plus the training and
 mentions whose ids the dictionary lacks are dropped (their number is reported); accuracy@1 and @5 over the
 remaining gold mentions, every occurrence counted.
 
+``--train-on train+dev`` (BioSyn's protocol for its published figures: "we use development (dev) set to search
+the hyperparameters, and train on traindev (train+dev) set to report the final performance", its README): each
+trained trial is fitted on the training mentions and scored on dev, where the dense linker's sparse weight is
+chosen (the development figures reported); then fitted again from the checkpoint, with the same seed, on the
+training and development mentions, and that fit (with the chosen weight; the ``biosyn`` linker: the weight it
+learns) is scored on the test set.
+
 The sparse linker (:mod:`downstream.linking.sparse`) has no weights and no seed: its character n-gram range
 is chosen on the development set among :data:`SPARSE_NGRAM_RANGES` (BioSyn's ``(1, 2)`` first; a tie keeps
 the earlier) by ``--metric`` (accuracy@1 unless told), and one deterministic trial is run.
@@ -53,7 +60,9 @@ NUM_CANDIDATES = max(REPORTED_K)
 
 @dataclass
 class LinkingData:
-    """A benchmark ready to link: the queries of each split (linkable ones), the dictionaries, the counts."""
+    """A benchmark ready to link: the queries of each split (linkable ones), the dictionaries (``train``,
+    ``dev``, ``test``: what each split is trained against or linked to; ``train+dev``: what a fit on both is
+    trained against), the counts."""
 
     spec: LinkingSpec
     queries: dict[str, list[Query]]
@@ -87,7 +96,9 @@ def load_linking_data(dataset: str, data_dir: Path | None, *, max_eval_examples:
     test_dictionary = dev_dictionary.copy()
     add_queries(test_dictionary, queries["dev"] if concepts else linkable(raw["dev"], None)[0])
     queries["test"], dropped["test"] = linkable(raw["test"], test_dictionary)
-    dictionaries = {"train": vocabulary if concepts else dev_dictionary, "dev": dev_dictionary, "test": test_dictionary}
+    # what a fit on train + dev trains against (--train-on train+dev): the vocabulary, or the annotations' names
+    dictionaries = {"train": vocabulary if concepts else dev_dictionary, "dev": dev_dictionary, "test": test_dictionary,
+                    "train+dev": vocabulary if concepts else test_dictionary}  # fmt: skip
     counts = {}
     for split in ("train", "dev", "test"):
         if split != "train" and max_eval_examples is not None:
@@ -235,39 +246,64 @@ def _finished_trial(trial_dir: Path, fingerprint: str) -> dict[str, Any] | None:
     return None
 
 
-def _marginalize(encoder, data: LinkingData, dev_sparse, *, seed: int):
-    """The ``biosyn`` linker's second stage (:mod:`downstream.linking.marginalization`) on the training
-    mentions against the training dictionary, the development set linked after each epoch.
+def _fit(settings, dictionary: Dictionary, queries: list[Query], *, seed: int):
+    """The dense linker's first stage (:func:`downstream.linking.dense.train_encoder`): a fresh encoder from
+    ``settings.checkpoint`` trained by self-alignment on ``dictionary``'s synonyms and ``queries``.
 
     Returns:
-        ``(linker, record)``: the :class:`~downstream.linking.dense.HybridLinker` over the development dictionary
-        with the learned sparse weight, and ``{"marginalization_steps", "marginalization_loss",
-        "marginalization_dev"`` (per epoch: ``epoch``, ``sparse_weight``, ``dev`` metrics)``}``.
+        ``(encoder, number of training pairs, {"steps", "train_loss"})``.
+    """
+    import torch
+
+    from downstream.linking.dense import DenseEncoder, train_encoder, training_pairs
+
+    torch.manual_seed(seed)
+    encoder = DenseEncoder(str(settings.checkpoint))
+    pairs = training_pairs(dictionary, queries, seed=seed)
+    trained = train_encoder(encoder, pairs, seed=seed, learning_rate=settings.learning_rate,
+                            batch_size=settings.per_device_train_batch_size, num_epochs=settings.num_train_epochs,
+                            max_steps=settings.max_steps, weight_decay=settings.weight_decay)  # fmt: skip
+    return encoder, len(pairs), trained
+
+
+def _marginalize(encoder, train_dictionary: Dictionary, queries: list[Query], target: Dictionary, target_sparse, *,
+                 seed: int, dev: list[Query] | None = None):  # fmt: skip
+    """The ``biosyn`` linker's second stage (:mod:`downstream.linking.marginalization`) on ``queries`` against
+    ``train_dictionary``, a linker over ``target`` (which starts with ``train_dictionary``'s names) built after
+    each epoch and, given ``dev``, scored on it.
+
+    Returns:
+        ``(linker, record)``: the :class:`~downstream.linking.dense.HybridLinker` over ``target`` with the
+        learned sparse weight, and ``{"marginalization_steps", "marginalization_loss", "marginalization_dev"``
+        (per epoch: ``epoch``, ``sparse_weight`` and, given ``dev``, the ``dev`` metrics)``}``.
+
+    Raises:
+        ValueError: ``target`` does not start with ``train_dictionary``'s names.
     """
     from downstream.linking import marginalization
     from downstream.linking.dense import HybridLinker
     from downstream.linking.sparse import BIOSYN_NGRAM_RANGE, SparseLinker
 
-    train_dictionary, dev_dictionary = data.dictionaries["train"], data.dictionaries["dev"]
-    if dev_dictionary.names[: len(train_dictionary)] != train_dictionary.names:
-        raise ValueError("the development dictionary does not start with the training one")
+    if target.names[: len(train_dictionary)] != train_dictionary.names:
+        raise ValueError("the dictionary linked to does not start with the training one")
     encoder.normalize = False  # BioSyn's inner products from here on
     per_epoch, linkers = [], []
 
     def on_epoch(epoch: int, name_embeddings: np.ndarray, sparse_weight: float) -> None:
-        extra = dev_dictionary.names[len(train_dictionary) :]
+        extra = target.names[len(train_dictionary) :]
         embeddings = np.concatenate([name_embeddings, encoder.embed(extra)]) if extra else name_embeddings
-        linker = HybridLinker(encoder, dev_dictionary.names, dev_sparse, sparse_weight=sparse_weight, name_embeddings=embeddings)
-        metrics = link_queries(linker.search, data.queries["dev"], dev_dictionary).metrics
-        logger.info("synonym marginalisation: epoch %d, sparse weight %.3f, dev accuracy@1 %.4f", epoch, sparse_weight,
-                    metrics["accuracy_at_1"])  # fmt: skip
-        per_epoch.append({"epoch": epoch, "sparse_weight": round(sparse_weight, 4), "dev": metrics})
+        linker = HybridLinker(encoder, target.names, target_sparse, sparse_weight=sparse_weight, name_embeddings=embeddings)
+        entry = {"epoch": epoch, "sparse_weight": round(sparse_weight, 4)}
+        if dev is not None:
+            entry["dev"] = link_queries(linker.search, dev, target).metrics
+            logger.info("synonym marginalisation: epoch %d, sparse weight %.3f, dev accuracy@1 %.4f", epoch, sparse_weight,
+                        entry["dev"]["accuracy_at_1"])  # fmt: skip
+        per_epoch.append(entry)
         linkers[:] = [linker]
 
     sparse = SparseLinker(train_dictionary.names, ngram_range=BIOSYN_NGRAM_RANGE)
     result = marginalization.train_marginalization(encoder, train_dictionary.names, train_dictionary.concept_ids, sparse,
-                                                   data.queries["train"], seed=seed, epochs=marginalization.EPOCHS,
-                                                   on_epoch=on_epoch)  # fmt: skip
+                                                   queries, seed=seed, epochs=marginalization.EPOCHS, on_epoch=on_epoch)  # fmt: skip
     record = {key: result[key] for key in ("marginalization_steps", "marginalization_loss")}
     return linkers[0], {**record, "marginalization_dev": per_epoch}
 
@@ -275,17 +311,12 @@ def _marginalize(encoder, data: LinkingData, dev_sparse, *, seed: int):
 def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
     """``settings.num_trials`` seeded trials of the dense linker (:mod:`downstream.linking.dense`): trial ``i``
     trains from ``settings.checkpoint`` with seed ``settings.seed + i``, chooses the sparse weight on dev (the
-    ``biosyn`` linker: trains on by synonym marginalisation, :func:`_marginalize`, which learns it), scores test and saves the linker in ``trial-<i>/linker/`` (:func:`downstream.linking.saved.save_linker`).
-    A trial already finished with the same settings is reused (:func:`_finished_trial`)."""
-    import torch
-
-    from downstream.linking.dense import (
-        SPARSE_WEIGHTS,
-        DenseEncoder,
-        HybridLinker,
-        train_encoder,
-        training_pairs,
-    )
+    ``biosyn`` linker: trains on by synonym marginalisation, :func:`_marginalize`, which learns it); with
+    ``settings.train_on == "train+dev"`` trains again on the training and development mentions (module
+    docstring); scores test and saves the scored linker in ``trial-<i>/linker/``
+    (:func:`downstream.linking.saved.save_linker`). A trial already finished with the same settings is reused
+    (:func:`_finished_trial`)."""
+    from downstream.linking.dense import SPARSE_WEIGHTS, HybridLinker
     from downstream.linking.saved import save_linker
     from downstream.linking.sparse import BIOSYN_NGRAM_RANGE, SparseLinker
 
@@ -298,16 +329,12 @@ def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
             logger.info("trial %d (seed %d): already done, reusing its trial.json", trial_index, seed)
             records.append(previous)
             continue
-        torch.manual_seed(seed)
-        encoder = DenseEncoder(str(settings.checkpoint))
-        pairs = training_pairs(data.dictionaries["train"], data.queries["train"], seed=seed)
         started = time.perf_counter()
-        trained = train_encoder(encoder, pairs, seed=seed, learning_rate=settings.learning_rate,
-                                batch_size=settings.per_device_train_batch_size, num_epochs=settings.num_train_epochs,
-                                max_steps=settings.max_steps, weight_decay=settings.weight_decay)  # fmt: skip
+        encoder, num_pairs, trained = _fit(settings, data.dictionaries["train"], data.queries["train"], seed=seed)
         dev_sparse = SparseLinker(dev_dictionary.names, ngram_range=BIOSYN_NGRAM_RANGE)
         if settings.linker == "biosyn":
-            linker, marginalization = _marginalize(encoder, data, dev_sparse, seed=seed)
+            linker, marginalization = _marginalize(encoder, data.dictionaries["train"], data.queries["train"], dev_dictionary,
+                                                   dev_sparse, seed=seed, dev=data.queries["dev"])  # fmt: skip
             trained.update(marginalization)
             train_seconds = time.perf_counter() - started
             started = time.perf_counter()
@@ -325,12 +352,27 @@ def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
             best = max(range(len(tried)), key=lambda i: (tried[i]["dev"][metric], -i))
             weight = SPARSE_WEIGHTS[best]
         dev_seconds = time.perf_counter() - started
+        test_sparse = SparseLinker(test_dictionary.names, ngram_range=BIOSYN_NGRAM_RANGE)
+        refit: dict[str, Any] = {}
+        if settings.train_on == "train+dev":
+            started = time.perf_counter()
+            queries = data.queries["train"] + data.queries["dev"]
+            logger.info("trial %d (seed %d): fitting again on train + dev (%d mentions)", trial_index, seed, len(queries))
+            encoder, refit_pairs, refit = _fit(settings, data.dictionaries["train+dev"], queries, seed=seed)
+            if settings.linker == "biosyn":
+                test_linker, marginalization = _marginalize(encoder, data.dictionaries["train+dev"], queries, test_dictionary,
+                                                            test_sparse, seed=seed)  # fmt: skip
+                refit.update(marginalization)
+                weight = test_linker.sparse_weight  # learned again
+            else:
+                test_linker = HybridLinker(encoder, test_dictionary.names, test_sparse, sparse_weight=weight)
+            refit = {"training_pairs": refit_pairs, **refit, "train_seconds": round(time.perf_counter() - started, 2)}
+        else:
+            # the test dictionary is the development one with the development mentions' names after it
+            extra = test_dictionary.names[len(dev_dictionary) :]
+            embeddings = np.concatenate([linker.name_embeddings, encoder.embed(extra)]) if extra else linker.name_embeddings
+            test_linker = HybridLinker(encoder, test_dictionary.names, test_sparse, sparse_weight=weight, name_embeddings=embeddings)
         started = time.perf_counter()
-        # the test dictionary is the development one with the development mentions' names after it
-        extra = test_dictionary.names[len(dev_dictionary) :]
-        embeddings = np.concatenate([linker.name_embeddings, encoder.embed(extra)]) if extra else linker.name_embeddings
-        test_linker = HybridLinker(encoder, test_dictionary.names, SparseLinker(test_dictionary.names, ngram_range=BIOSYN_NGRAM_RANGE),
-                                   sparse_weight=weight, name_embeddings=embeddings)  # fmt: skip
         test = link_queries(test_linker.search, data.queries["test"], test_dictionary)
         test_seconds = time.perf_counter() - started
         trial_dir = Path(settings.output_dir) / f"trial-{trial_index}"
@@ -339,15 +381,17 @@ def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
         errors = write_errors(trial_dir / "errors.tsv", test, test_dictionary)
         record = {
             "trial_index": trial_index, "seed": seed, "best_epoch": None, "linker": settings.linker,
-            "method": METHODS[settings.linker],
-            "training_pairs": len(pairs), **trained, "sparse_weight": weight, "ngram_range": list(BIOSYN_NGRAM_RANGE),
+            "method": METHODS[settings.linker], "train_on": settings.train_on,
+            "training_pairs": num_pairs, **trained, "sparse_weight": weight, "ngram_range": list(BIOSYN_NGRAM_RANGE),
             "selection": tried, "dev": tried[best]["dev"], "test": test.metrics, "test_errors": errors,
             "train_seconds": round(train_seconds, 2), "dev_seconds": round(dev_seconds, 2), "test_seconds": round(test_seconds, 2),
+            **({"refit": refit} if refit else {}),
             "fingerprint": settings.fingerprint(),
             "predictions_file": str(trial_dir / "test_predictions.tsv"), "errors_file": str(trial_dir / "errors.tsv"),
         }  # fmt: skip
         record["linker_dir"] = str(save_linker(trial_dir / "linker", test_dictionary, data.spec, record, ngram_range=BIOSYN_NGRAM_RANGE,
-                                               encoder=encoder, name_embeddings=embeddings, sparse_weight=weight, sparse=test_linker.sparse))  # fmt: skip
+                                               encoder=encoder, name_embeddings=test_linker.name_embeddings, sparse_weight=weight,
+                                               sparse=test_sparse))  # fmt: skip
         atomic_write_text(trial_dir / "trial.json", json.dumps(record, indent=2))
         records.append(record)
     return records

@@ -18,6 +18,12 @@ from downstream.task import TaskKind
 #: The linkers ``--linker`` names.
 LINKERS = ("sparse", "dense", "biosyn")
 
+#: What a trained linker scored on the test set is trained on (``--train-on``): the training mentions, or the
+#: training and development mentions after the development set has chosen (BioSyn's README: "we use
+#: development (dev) set to search the hyperparameters, and train on traindev (train+dev) set to report the
+#: final performance"; :func:`downstream.linking.run.run_dense`).
+TRAIN_ON = ("train", "train+dev")
+
 _NOT_TRAINER = "the linking kind runs its own trials (downstream.linking.run), not through the Trainer"
 
 
@@ -44,8 +50,10 @@ class LinkingTask(TaskKind):
     count_columns = (("queries", "queries"), ("dropped", "dropped"))
     size_key = "queries"
     predictions_filename = "test_predictions.tsv"
-    own_options = ("linker",)
-    exclusive_options: ClassVar[dict[str, str]] = {"linker": "--linker is an option of --loader linking"}
+    own_options = ("linker", "train_on")
+    exclusive_options: ClassVar[dict[str, str]] = {
+        "linker": "--linker is an option of --loader linking", "train_on": "--train-on is an option of --loader linking",
+    }  # fmt: skip
     card: ClassVar[dict[str, str]] = {"pipeline_tag": "feature-extraction", "task_name": "Entity linking", "tag": "entity-linking"}
     suite: ClassVar[str] = "linking"
     benchmark_metrics: ClassVar[tuple[tuple[str, str], ...]] = (("accuracy_at_1", "accuracy@1"),)
@@ -98,6 +106,11 @@ class LinkingTask(TaskKind):
 
         if settings.linker not in LINKERS:
             raise DownstreamError(f"--linker {settings.linker!r}: expected one of {', '.join(LINKERS)}")
+        if settings.train_on not in TRAIN_ON:
+            raise DownstreamError(f"--train-on {settings.train_on!r}: expected one of {', '.join(TRAIN_ON)}")
+        if settings.linker == "sparse" and settings.train_on != "train":
+            raise DownstreamError("--train-on: the sparse linker is not trained (its n-gram range is chosen on dev); "
+                                  "give it with --linker dense or biosyn")  # fmt: skip
         if settings.dataset is None:
             raise DownstreamError("--loader linking needs --dataset NAME (and --data-dir DIR with its files, if not cached)")
         output_dir = Path(settings.output_dir)
@@ -145,7 +158,7 @@ class LinkingTask(TaskKind):
         raise DownstreamError(_NOT_TRAINER)
 
     def report_extras(self, settings: Any) -> dict[str, Any]:
-        return {"linker": settings.linker}
+        return {"linker": settings.linker, "train_on": settings.train_on}
 
     @staticmethod
     def markdown_extras(report: dict[str, Any]) -> list[str]:
