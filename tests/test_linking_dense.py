@@ -14,7 +14,13 @@ from typer.testing import CliRunner
 
 from bioelectra.cli import app
 from downstream.errors import DownstreamError
-from downstream.linking.dense import DenseEncoder, multi_similarity_loss, train_encoder, training_pairs
+from downstream.linking.dense import (
+    MENTION_REPEATS,
+    DenseEncoder,
+    multi_similarity_loss,
+    train_encoder,
+    training_pairs,
+)
 from downstream.linking.dictionary import Dictionary
 from downstream.linking.preprocess import Query
 from downstream.linking.run import link_queries, load_linking_data
@@ -47,10 +53,13 @@ def test_training_pairs_pair_synonyms_and_mentions():
     for name, cid in [("tremor", "D1"), ("tremors", "D1"), ("shaking", "D1"), ("gout", "D2")]:
         d.add(name, [cid])
     queries = [Query("1", 0, 1, "Trembling", ("trembling",), ("D1",), "Disease")]
-    pairs = training_pairs(d, queries, seed=0)
+    pairs = training_pairs(d, queries, seed=0, mention_repeats=1)
     assert len(pairs) == 4  # three synonyms of D1 each with another; gout alone; the mention with a D1 name
     assert all(c == "D1" and a != b for a, b, c in pairs)
-    assert ("trembling" in {a for a, _, _ in pairs}) and pairs == training_pairs(d, queries, seed=0)
+    assert ("trembling" in {a for a, _, _ in pairs}) and pairs == training_pairs(d, queries, seed=0, mention_repeats=1)
+    # repeated, the mention is paired with names drawn anew (here all three of D1's, among 20 draws)
+    repeated = training_pairs(d, queries, seed=0, mention_repeats=20)
+    assert len(repeated) == 3 + 20 and {b for a, b, _ in repeated if a == "trembling"} == {"tremor", "tremors", "shaking"}
 
 
 def test_encoder_weights_are_float32_even_from_a_float16_file(tiny_checkpoint, tmp_path):
@@ -149,10 +158,25 @@ def test_train_dev_fits_again_on_both_and_scores_that_fit(tmp_path, tiny_checkpo
     names_of = {ids[0] for ids in data.dictionaries["train+dev"].concept_ids}
     added = sum(q.concept_ids[0] in names_of for q in data.queries["dev"])
     assert added > 0
-    assert refitted["refit"]["training_pairs"] == refitted["training_pairs"] + added and refitted["refit"]["steps"] == 3
+    assert refitted["refit"]["training_pairs"] == refitted["training_pairs"] + MENTION_REPEATS * added
+    assert refitted["refit"]["steps"] == 3
     # the saved linker is the second fit, the one scored on the test set
     linker, dictionary, card = load_linker(tmp_path / "both" / "trial-0" / "linker")
     assert card["test"] == refitted["test"] and card["sparse_weight"] == refitted["sparse_weight"]
     assert link_queries(linker.search, data.queries["test"], dictionary).metrics == pytest.approx(refitted["test"])
     first, _, _ = load_linker(tmp_path / "train" / "trial-0" / "linker")
     assert not np.allclose(first.name_embeddings, linker.name_embeddings)
+
+
+def test_trials_made_with_other_mention_repeats_are_not_reused(tmp_path, tiny_checkpoint, monkeypatch):
+    import downstream.kinds  # noqa: F401  (the table of kinds the fingerprint reads)
+    from downstream.linking import dense
+    from downstream.settings import FinetuneSettings
+
+    def fingerprint(linker):
+        return FinetuneSettings(task="linking", checkpoint=str(tiny_checkpoint), output_dir=tmp_path, dataset="ncbi-disease",
+                                linker=linker).fingerprint()  # fmt: skip
+
+    sparse, before = fingerprint("sparse"), fingerprint("dense")
+    monkeypatch.setattr(dense, "MENTION_REPEATS", dense.MENTION_REPEATS + 1)
+    assert fingerprint("dense") != before and fingerprint("sparse") == sparse

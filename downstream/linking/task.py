@@ -157,6 +157,16 @@ class LinkingTask(TaskKind):
     def write_predictions(self, path: Path, name: str, result) -> None:
         raise DownstreamError(_NOT_TRAINER)
 
+    @staticmethod
+    def fingerprint_extras(settings: Any) -> dict[str, Any]:
+        """A trained linker's pairs per training mention (:data:`downstream.linking.dense.MENTION_REPEATS`): trials
+        made with another number are trained again."""
+        if settings.linker == "sparse":
+            return {}
+        from downstream.linking.dense import MENTION_REPEATS
+
+        return {"mention_repeats": MENTION_REPEATS}
+
     def report_extras(self, settings: Any) -> dict[str, Any]:
         return {"linker": settings.linker, "train_on": settings.train_on}
 
