@@ -107,3 +107,10 @@ def test_bad_options_and_missing_files_are_clear(tmp_path, tiny_checkpoint):
                                  "--ckpt", str(tiny_checkpoint), "--output-dir", str(out)])  # fmt: skip
     assert result.exit_code != 0 and "missing" in result.output and "CDR_TrainingSet.PubTator.txt" in result.output
     assert not out.exists()  # nothing written before the inputs are known good
+
+
+def test_the_command_line_choices_are_the_linking_kinds_own():
+    from bioelectra.cli.finetune import Linker, TrainOn
+    from downstream.linking.task import LINKERS, TRAIN_ON
+
+    assert tuple(m.value for m in Linker) == LINKERS and tuple(m.value for m in TrainOn) == TRAIN_ON
