@@ -163,6 +163,7 @@ def test_train_dev_fits_again_on_both_and_scores_that_fit(tmp_path, tiny_checkpo
     # the saved linker is the second fit, the one scored on the test set
     linker, dictionary, card = load_linker(tmp_path / "both" / "trial-0" / "linker")
     assert card["test"] == refitted["test"] and card["sparse_weight"] == refitted["sparse_weight"]
+    assert card["train_on"] == "train+dev" and "training and development mentions" in (tmp_path / "both" / "trial-0" / "linker" / "README.md").read_text()
     assert link_queries(linker.search, data.queries["test"], dictionary).metrics == pytest.approx(refitted["test"])
     first, _, _ = load_linker(tmp_path / "train" / "trial-0" / "linker")
     assert not np.allclose(first.name_embeddings, linker.name_embeddings)

@@ -82,15 +82,17 @@ def save_linker(directory: Path, dictionary: Dictionary, spec, record: dict[str,
         "sparse_weight": sparse_weight if encoder is not None else None, "method": record.get("method"),
         "seed": record.get("seed"), "dev": record.get("dev"), "test": record.get("test"),
         "num_names": len(dictionary), "num_concepts": len(dictionary.id_set()), "tfidf": tfidf,
-        "normalized": encoder.normalize if encoder is not None else None,
+        "normalized": encoder.normalize if encoder is not None else None, "train_on": record.get("train_on"),
     }  # fmt: skip
     (tmp / "linker.json").write_text(json.dumps(card, indent=2), encoding="utf-8")
     test = card["test"] or {}
     dense = "cosine" if encoder is not None and encoder.normalize else "inner product"
     score = f"dense ({dense}) + {sparse_weight:.4g} x sparse" if encoder is not None else "sparse (TF-IDF over character n-grams)"
+    trained = {"train": " Trained on the training mentions.", "train+dev": " Trained on the training and development mentions."}
     (tmp / "README.md").write_text(
         f"# Entity linker: {spec.title}\n\n{card['method']}. Links {card['entity_type']} mentions to "
-        f"{card['num_concepts']} concept ids through {card['num_names']} names; score: {score}.\n\n"
+        f"{card['num_concepts']} concept ids through {card['num_names']} names; score: {score}."
+        f"{trained.get(card['train_on'] or '', '')}\n\n"
         f"Test accuracy@1 {100 * test.get('accuracy_at_1', 0):.2f}, accuracy@5 {100 * test.get('accuracy_at_5', 0):.2f} "
         f"(gold mentions, BioSyn's scoring).\n\nData: {spec.citation}.\n",
         encoding="utf-8",
