@@ -40,8 +40,8 @@ TRAIN_LENGTH_GROUP = 32
 #: Pairs per training mention in an epoch (:func:`training_pairs`), each with a name of its concept drawn anew.
 #: The vocabulary's synonyms outnumber the mentions about 14 to 1 (NCBI-disease: 71,924 names, 5,134 mentions),
 #: while BioSyn trains on the mentions alone: repeated, the corpus's own ways of naming a concept weigh more.
-#: NCBI-disease, seed 42, fitted on train + dev: test accuracy@1 of the dense score alone 89.58 with one pair a
-#: mention, 90.21 with four (docs/guides/entity-linking.md).
+#: NCBI-disease, seed 42, fitted on train: development accuracy@1 89.20 with one pair a mention, 89.96 with four
+#: (docs/guides/entity-linking.md, the dense linker's tables).
 MENTION_REPEATS = 4
 
 #: SapBERT's multi-similarity constants and miner margin (``src/metric_learning.py``).
