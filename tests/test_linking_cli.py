@@ -114,3 +114,12 @@ def test_the_command_line_choices_are_the_linking_kinds_own():
     from downstream.linking.task import LINKERS, TRAIN_ON
 
     assert tuple(m.value for m in Linker) == LINKERS and tuple(m.value for m in TrainOn) == TRAIN_ON
+
+
+def test_an_output_dir_that_is_a_file_is_refused_before_anything_runs(tmp_path, tiny_checkpoint):
+    out = tmp_path / "results.txt"
+    out.write_text("kept\n")
+    result = runner.invoke(app, ["finetune", "--loader", "linking", "--dataset", "ncbi-disease", "--data-dir", str(TINY),
+                                 "--ckpt", str(tiny_checkpoint), "--output-dir", str(out)])  # fmt: skip
+    assert result.exit_code != 0 and "exists and is a file, not a folder" in " ".join(result.output.split())
+    assert out.read_text() == "kept\n"

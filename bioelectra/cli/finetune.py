@@ -228,6 +228,14 @@ _FinetuneFindLrSteps = Annotated[int, typer.Option("--find-lr-steps", min=2, hel
 _FinetuneVerbose = Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")]
 
 
+def _output_folder(output_dir: Path | None, default_name: str) -> Path:
+    """``--output-dir``, else ``runs/<default_name>``; exits with a clear error when that path is a file."""
+    out = output_dir or Path("runs") / default_name
+    if out.exists() and not out.is_dir():
+        _fail(_UserError(f"--output-dir {out}: exists and is a file, not a folder"))
+    return out
+
+
 @app.command("finetune")
 def finetune(
     loader: _FinetuneLoader = Loader.ner,
@@ -291,9 +299,7 @@ def finetune(
         _fail(_UserError("give --dataset NAME (a registered benchmark) or --data-dir DIR (your own files)"))
     if fold is not None and folds is not None:
         _fail(_UserError("give --fold K or --folds all, not both"))
-    out = output_dir or Path("runs") / f"{loader.value}-{dataset or data_dir.name}"  # type: ignore[union-attr]
-    if out.exists() and not out.is_dir():
-        _fail(_UserError(f"--output-dir {out}: exists and is a file, not a folder"))
+    out = _output_folder(output_dir, f"{loader.value}-{dataset or data_dir.name}")  # type: ignore[union-attr]
     given = {
         "num_trials": trials, "num_train_epochs": epochs, "learning_rate": learning_rate,
         "per_device_train_batch_size": batch_size, "per_device_eval_batch_size": eval_batch_size,
