@@ -6,8 +6,8 @@ its score added to the sparse one as BioSyn does (Sung et al., ACL 2020, section
   ``agg_mode="cls"``), names cut to :data:`MAX_NAME_TOKENS` sub-tokens (SapBERT and BioSyn: 25).
 - **Training pairs** (:func:`training_pairs`): SapBERT aligns synonyms of one concept; here each dictionary
   name is paired with another name of one of its concepts (drawn with the trial's seed), and each training
-  mention, :data:`MENTION_REPEATS` times, with a name of its gold concept (the mentions BioSyn trains on). A batch of ``B`` pairs is ``2B``
-  names labelled by concept.
+  mention, :data:`MENTION_REPEATS` times, with a name of its gold concept (the mentions BioSyn trains on).
+  A batch of ``B`` pairs is ``2B`` names labelled by concept.
 - **Loss** (:func:`multi_similarity_loss`): the multi-similarity loss (Wang et al., CVPR 2019, eq. 10) over
   the cosine similarities of the batch, on the pairs SapBERT's triplet miner keeps (``TripletMarginMiner``,
   margin 0.2, ``type_of_triplets="all"``); SapBERT's constants ``alpha=1, beta=60, base=0.5``
@@ -40,8 +40,8 @@ TRAIN_LENGTH_GROUP = 32
 #: Pairs per training mention in an epoch (:func:`training_pairs`), each with a name of its concept drawn anew.
 #: The vocabulary's synonyms outnumber the mentions about 14 to 1 (NCBI-disease: 71,924 names, 5,134 mentions),
 #: while BioSyn trains on the mentions alone: repeated, the corpus's own ways of naming a concept weigh more.
-#: NCBI-disease, seed 42, fitted on train: development accuracy@1 89.20 with one pair a mention, 89.96 with four
-#: (docs/guides/entity-linking.md, the dense linker's tables).
+#: Fitted on train, seeds 42-44, development accuracy@1 with one pair a mention and with four: NCBI-disease 89.50
+#: and 89.88, BC5CDR-disease 88.68 and 88.83 (docs/guides/entity-linking.md, the dense linker's tables).
 MENTION_REPEATS = 4
 
 #: SapBERT's multi-similarity constants and miner margin (``src/metric_learning.py``).
