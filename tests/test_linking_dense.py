@@ -16,14 +16,16 @@ from bioelectra.cli import app
 from downstream.errors import DownstreamError
 from downstream.linking.dense import (
     MENTION_REPEATS,
+    SPARSE_WEIGHTS,
     DenseEncoder,
+    HybridLinker,
     multi_similarity_loss,
     train_encoder,
     training_pairs,
 )
 from downstream.linking.dictionary import Dictionary
 from downstream.linking.preprocess import Query
-from downstream.linking.run import link_queries, load_linking_data
+from downstream.linking.run import SPARSE_NGRAM_RANGES, _search_grid, link_queries, load_linking_data
 from downstream.linking.saved import load_linker
 from downstream.linking.sparse import SparseLinker
 
@@ -128,6 +130,13 @@ def test_dense_trials_from_the_command_line_save_a_linker_that_loads(tmp_path, t
     # its sparse half read from the saved TF-IDF, the same scores as one fitted on its names
     fitted = SparseLinker(dictionary.names, ngram_range=tuple(card["ngram_range"]))
     assert card["tfidf"]["format"] == 1 and np.array_equal(linker.sparse.scores(["breast cancer"]), fitted.scores(["breast cancer"]))
+    # dev chose the sparse score's n-gram range and weight together: every pair tried, the first best kept and saved
+    trial = report["trials"][1]
+    assert [(tuple(e["ngram_range"]), e["sparse_weight"]) for e in trial["selection"]] == [
+        (r, w) for r in SPARSE_NGRAM_RANGES for w in SPARSE_WEIGHTS]  # fmt: skip
+    best = max(trial["selection"], key=lambda e: e["dev"]["accuracy_at_1"])  # the first of equal maxima
+    assert (best["ngram_range"], best["sparse_weight"], best["dev"]) == (trial["ngram_range"], trial["sparse_weight"], trial["dev"])
+    assert card["ngram_range"] == trial["ngram_range"] and linker.sparse.ngram_range == tuple(trial["ngram_range"])
     with pytest.raises(DownstreamError, match="not a saved linker"):
         load_linker(tmp_path)
     # the same command with one more trial trains only the new one
@@ -137,6 +146,21 @@ def test_dense_trials_from_the_command_line_save_a_linker_that_loads(tmp_path, t
     assert result.exit_code == 0, result.output
     again = json.loads((out / "results.json").read_text())
     assert again["trials"][:2] == report["trials"] and again["trials"][2]["seed"] == 44
+
+
+def test_the_development_grid_search_finds_what_each_hybrid_linker_finds(tiny_checkpoint):
+    encoder = DenseEncoder(str(tiny_checkpoint))
+    names = ["breast cancer", "breast carcinoma", "colorectal cancer", "gout", "renal failure", "kidney failure", "tremor"]
+    texts = ["breast cancers", "kidney failures", "gouty", "tremors"]
+    sparses = {r: SparseLinker(names, ngram_range=r) for r in ((1, 2), (2, 4))}
+    plain = HybridLinker(encoder, names)
+    found = _search_grid(encoder, plain.name_embeddings, sparses, texts, (0.0, 1.0, 8.0), 3)
+    assert set(found) == {(r, w) for r in sparses for w in (0.0, 1.0, 8.0)}
+    for (r, w), (indices, scores) in found.items():
+        expected = HybridLinker(encoder, names, sparses[r], sparse_weight=w, name_embeddings=plain.name_embeddings).search(texts, 3)
+        assert np.array_equal(indices, expected[0]) and np.allclose(scores, expected[1], atol=1e-6)
+    # the sparse score decides more as its weight grows: the n-gram ranges give different scores
+    assert not np.allclose(found[(1, 2), 8.0][1], found[(2, 4), 8.0][1])
 
 
 def test_train_dev_fits_again_on_both_and_scores_that_fit(tmp_path, tiny_checkpoint):
@@ -181,3 +205,9 @@ def test_trials_made_with_other_mention_repeats_are_not_reused(tmp_path, tiny_ch
     sparse, before = fingerprint("sparse"), fingerprint("dense")
     monkeypatch.setattr(dense, "MENTION_REPEATS", dense.MENTION_REPEATS + 1)
     assert fingerprint("dense") != before and fingerprint("sparse") == sparse
+    # the dense linker's development grid is in its fingerprint too
+    from downstream.linking import run
+
+    repeats = fingerprint("dense")
+    monkeypatch.setattr(run, "SPARSE_NGRAM_RANGES", run.SPARSE_NGRAM_RANGES[:1])
+    assert fingerprint("dense") != repeats and fingerprint("sparse") == sparse

@@ -13,7 +13,9 @@ its score added to the sparse one as BioSyn does (Sung et al., ACL 2020, section
   margin 0.2, ``type_of_triplets="all"``); SapBERT's constants ``alpha=1, beta=60, base=0.5``
   (``losses.MultiSimilarityLoss(alpha=1, beta=60, base=0.5)``).
 - **Score**: ``dense + sparse_weight * sparse`` (BioSyn's ``hybrid`` score mode; BioSyn learns
-  ``sparse_weight``, here it is chosen on the development set among :data:`SPARSE_WEIGHTS`), both cosines.
+  ``sparse_weight`` and fixes the sparse score's character n-grams at 1-2; here both are chosen together on the
+  development set, the weight among :data:`SPARSE_WEIGHTS`, the n-gram range among
+  :data:`downstream.linking.run.SPARSE_NGRAM_RANGES`), both cosines.
 """
 
 from __future__ import annotations

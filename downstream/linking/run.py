@@ -11,8 +11,15 @@ remaining gold mentions, every occurrence counted.
 the hyperparameters, and train on traindev (train+dev) set to report the final performance", its README): each
 trained trial is fitted on the training mentions and scored on dev, where the dense linker's sparse weight is
 chosen (the development figures reported); then fitted again from the checkpoint, with the same seed, on the
-training and development mentions, and that fit (with the chosen weight; the ``biosyn`` linker: the weight it
-learns) is scored on the test set.
+training and development mentions, and that fit (with the chosen weight and n-gram range; the ``biosyn``
+linker: the weight it learns) is scored on the test set.
+
+The dense linker's sparse score is chosen with its weight: every character n-gram range of
+:data:`SPARSE_NGRAM_RANGES` against every weight of :data:`downstream.linking.dense.SPARSE_WEIGHTS`, on the
+development set, by ``--metric`` (a tie keeps the earlier: BioSyn's ``(1, 2)`` first, then the smaller weight).
+BioSyn fixes its sparse encoder at ``(1, 2)``; the longer n-grams the sparse linker prefers on dev serve the
+hybrid score too (development accuracy@1 of one trained encoder, ``docs/guides/entity-linking.md``). The
+``biosyn`` linker keeps ``(1, 2)``: its sparse score is part of what it trains.
 
 The sparse linker (:mod:`downstream.linking.sparse`) has no weights and no seed: its character n-gram range
 is chosen on the development set among :data:`SPARSE_NGRAM_RANGES` (BioSyn's ``(1, 2)`` first; a tie keeps
@@ -211,20 +218,30 @@ def run_sparse(settings, data: LinkingData) -> list[dict[str, Any]]:
     return [record]
 
 
-def _search_weights(linker, texts: list[str], weights, k: int) -> dict[float, tuple[np.ndarray, np.ndarray]]:
-    """The ``k`` best names of ``texts`` under ``dense + w * sparse`` for each ``w`` of ``weights``, each score
-    block computed once."""
+def _search_grid(encoder, name_embeddings: np.ndarray, sparses: dict, texts: list[str], weights, k: int) -> dict:
+    """The ``k`` best names of ``texts`` under ``dense + w * sparse`` for each sparse linker of ``sparses`` (keyed
+    by its n-gram range) and each ``w`` of ``weights``; the dense block is computed once per chunk.
+
+    Args:
+        encoder: the :class:`~downstream.linking.dense.DenseEncoder`.
+        name_embeddings: ``(num_names, hidden)``, the dictionary's names embedded.
+        sparses: ``{ngram_range: SparseLinker}``, each over the same names.
+
+    Returns:
+        ``{(ngram_range, w): (indices, scores)}``, each ``(len(texts), k)``.
+    """
     from downstream.linking.metrics import top_k
     from downstream.linking.sparse import CHUNK
 
-    found: dict[float, list] = {w: [] for w in weights}
+    found: dict[tuple, list] = {(r, w): [] for r in sparses for w in weights}
     for i in range(0, len(texts), CHUNK):
         chunk = texts[i : i + CHUNK]
-        dense = linker.encoder.embed(chunk) @ linker.name_embeddings.T  # (chunk, num_names)
-        sparse = linker.sparse.scores(chunk)  # (chunk, num_names)
-        for w in weights:
-            found[w].append(top_k(dense + w * sparse, k))
-    return {w: (np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks])) for w, blocks in found.items()}
+        dense = encoder.embed(chunk) @ name_embeddings.T  # (chunk, num_names)
+        for ngram_range, sparse in sparses.items():
+            scores = sparse.scores(chunk)  # (chunk, num_names)
+            for w in weights:
+                found[ngram_range, w].append(top_k(dense + w * scores, k))
+    return {key: (np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks])) for key, blocks in found.items()}
 
 
 def _fixed_search(found: tuple[np.ndarray, np.ndarray]):
@@ -338,21 +355,26 @@ def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
             trained.update(marginalization)
             train_seconds = time.perf_counter() - started
             started = time.perf_counter()
-            weight = linker.sparse_weight  # learned
+            weight, ngram_range = linker.sparse_weight, BIOSYN_NGRAM_RANGE  # the weight learned
             tried, best = [{"sparse_weight": weight, "dev": marginalization["marginalization_dev"][-1]["dev"]}], 0
         else:
             train_seconds = time.perf_counter() - started
             started = time.perf_counter()
-            linker = HybridLinker(encoder, dev_dictionary.names, dev_sparse)
+            linker = HybridLinker(encoder, dev_dictionary.names)  # the names embedded once
+            sparses = {dev_sparse.ngram_range: dev_sparse}
+            sparses.update({r: SparseLinker(dev_dictionary.names, ngram_range=r) for r in SPARSE_NGRAM_RANGES if r not in sparses})
             texts = [part for q in data.queries["dev"] for part in q.parts]
-            found = _search_weights(linker, texts, SPARSE_WEIGHTS, NUM_CANDIDATES)
-            tried = [{"sparse_weight": w, "dev": link_queries(_fixed_search(found[w]), data.queries["dev"], dev_dictionary).metrics}
-                     for w in SPARSE_WEIGHTS]  # fmt: skip
+            found = _search_grid(encoder, linker.name_embeddings, sparses, texts, SPARSE_WEIGHTS, NUM_CANDIDATES)
+            tried = [{"ngram_range": list(r), "sparse_weight": w,
+                      "dev": link_queries(_fixed_search(found[r, w]), data.queries["dev"], dev_dictionary).metrics}
+                     for r in sparses for w in SPARSE_WEIGHTS]  # fmt: skip
             metric = settings.metric.removeprefix("eval_")
             best = max(range(len(tried)), key=lambda i: (tried[i]["dev"][metric], -i))
-            weight = SPARSE_WEIGHTS[best]
+            weight, ngram_range = tried[best]["sparse_weight"], tuple(tried[best]["ngram_range"])
+            linker = HybridLinker(encoder, dev_dictionary.names, sparses[ngram_range], sparse_weight=weight,
+                                  name_embeddings=linker.name_embeddings)  # fmt: skip
         dev_seconds = time.perf_counter() - started
-        test_sparse = SparseLinker(test_dictionary.names, ngram_range=BIOSYN_NGRAM_RANGE)
+        test_sparse = SparseLinker(test_dictionary.names, ngram_range=ngram_range)
         refit: dict[str, Any] = {}
         if settings.train_on == "train+dev":
             started = time.perf_counter()
@@ -382,14 +404,14 @@ def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
         record = {
             "trial_index": trial_index, "seed": seed, "best_epoch": None, "linker": settings.linker,
             "method": METHODS[settings.linker], "train_on": settings.train_on,
-            "training_pairs": num_pairs, **trained, "sparse_weight": weight, "ngram_range": list(BIOSYN_NGRAM_RANGE),
+            "training_pairs": num_pairs, **trained, "sparse_weight": weight, "ngram_range": list(ngram_range),
             "selection": tried, "dev": tried[best]["dev"], "test": test.metrics, "test_errors": errors,
             "train_seconds": round(train_seconds, 2), "dev_seconds": round(dev_seconds, 2), "test_seconds": round(test_seconds, 2),
             **({"refit": refit} if refit else {}),
             "fingerprint": settings.fingerprint(),
             "predictions_file": str(trial_dir / "test_predictions.tsv"), "errors_file": str(trial_dir / "errors.tsv"),
         }  # fmt: skip
-        record["linker_dir"] = str(save_linker(trial_dir / "linker", test_dictionary, data.spec, record, ngram_range=BIOSYN_NGRAM_RANGE,
+        record["linker_dir"] = str(save_linker(trial_dir / "linker", test_dictionary, data.spec, record, ngram_range=ngram_range,
                                                encoder=encoder, name_embeddings=test_linker.name_embeddings, sparse_weight=weight,
                                                sparse=test_sparse))  # fmt: skip
         atomic_write_text(trial_dir / "trial.json", json.dumps(record, indent=2))

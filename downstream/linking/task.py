@@ -159,13 +159,19 @@ class LinkingTask(TaskKind):
 
     @staticmethod
     def fingerprint_extras(settings: Any) -> dict[str, Any]:
-        """A trained linker's pairs per training mention (:data:`downstream.linking.dense.MENTION_REPEATS`): trials
-        made with another number are trained again."""
+        """A trained linker's pairs per training mention (:data:`downstream.linking.dense.MENTION_REPEATS`) and, for
+        the dense linker, the sparse scores and weights its development set chooses among
+        (:data:`downstream.linking.run.SPARSE_NGRAM_RANGES`, :data:`downstream.linking.dense.SPARSE_WEIGHTS`):
+        trials made otherwise are trained again."""
         if settings.linker == "sparse":
             return {}
-        from downstream.linking.dense import MENTION_REPEATS
+        from downstream.linking.dense import MENTION_REPEATS, SPARSE_WEIGHTS
+        from downstream.linking.run import SPARSE_NGRAM_RANGES
 
-        return {"mention_repeats": MENTION_REPEATS}
+        extras: dict[str, Any] = {"mention_repeats": MENTION_REPEATS}
+        if settings.linker == "dense":
+            extras["dev_grid"] = {"ngram_ranges": [list(r) for r in SPARSE_NGRAM_RANGES], "sparse_weights": list(SPARSE_WEIGHTS)}
+        return extras
 
     def report_extras(self, settings: Any) -> dict[str, Any]:
         return {"linker": settings.linker, "train_on": settings.train_on}
