@@ -137,6 +137,8 @@ def test_dense_trials_from_the_command_line_save_a_linker_that_loads(tmp_path, t
     best = max(trial["selection"], key=lambda e: e["dev"]["accuracy_at_1"])  # the first of equal maxima
     assert (best["ngram_range"], best["sparse_weight"], best["dev"]) == (trial["ngram_range"], trial["sparse_weight"], trial["dev"])
     assert card["ngram_range"] == trial["ngram_range"] and linker.sparse.ngram_range == tuple(trial["ngram_range"])
+    low, high = trial["ngram_range"]
+    assert f"x sparse (character {low}-{high}-grams)" in (out / "trial-1" / "linker" / "README.md").read_text()
     with pytest.raises(DownstreamError, match="not a saved linker"):
         load_linker(tmp_path)
     # the same command with one more trial trains only the new one

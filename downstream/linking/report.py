@@ -63,7 +63,8 @@ def _trained_on(train_on: str | None) -> list[str]:
     """The sentence saying what the linker scored on the test set was trained on (none for the sparse one)."""
     if train_on == "train+dev":
         return ["Trained on train + dev (`--train-on train+dev`, BioSyn's protocol for its published figures): each trial "
-                "was fitted on train and scored on dev, where the sparse weight was chosen (the dev columns), then fitted "
+                "was fitted on train and scored on dev, where the sparse score's weight (and for the dense linker its character "
+                "n-grams) was chosen (the dev columns), then fitted "
                 "again with the same seed on the training and development mentions; that fit is the one scored on test "
                 "(the test columns) and saved.", ""]  # fmt: skip
     if train_on == "train":

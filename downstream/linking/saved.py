@@ -87,7 +87,8 @@ def save_linker(directory: Path, dictionary: Dictionary, spec, record: dict[str,
     (tmp / "linker.json").write_text(json.dumps(card, indent=2), encoding="utf-8")
     test = card["test"] or {}
     dense = "cosine" if encoder is not None and encoder.normalize else "inner product"
-    score = f"dense ({dense}) + {sparse_weight:.4g} x sparse" if encoder is not None else "sparse (TF-IDF over character n-grams)"
+    grams = f"character {ngram_range[0]}-{ngram_range[1]}-grams"
+    score = f"dense ({dense}) + {sparse_weight:.4g} x sparse ({grams})" if encoder is not None else f"sparse (TF-IDF over {grams})"
     trained = {"train": " Trained on the training mentions.", "train+dev": " Trained on the training and development mentions."}
     (tmp / "README.md").write_text(
         f"# Entity linker: {spec.title}\n\n{card['method']}. Links {card['entity_type']} mentions to "
