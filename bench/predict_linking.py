@@ -13,7 +13,8 @@ With one worker the run with the linker also times, in its process, the linker's
 ``link_seconds`` (everything inside :meth:`~downstream.linking.predict.EntityLinker.link_many`, chunk by
 chunk), and within it
 ``abbreviations_seconds`` (:func:`~downstream.linking.preprocess.find_abbreviations`), ``search_seconds``
-(the linker's ``search``), of which ``tfidf_transform_seconds`` (the mentions' TF-IDF vectors) and
+(the linker's ``search``), of which ``tfidf_transform_seconds`` (the mentions' TF-IDF vectors),
+``mention_embedding_seconds`` (a dense linker's encoder on the mentions; 0 for a sparse linker) and
 ``product_and_top1_seconds`` (the rest: scores and the best name); ``preparation_seconds`` is what is left
 (abbreviations resolved, normalisation, the entities' new fields). Worker processes (``--workers`` > 1) are
 not timed inside.
@@ -52,7 +53,8 @@ from predict_throughput import entities_by_document, measure, write_corpus  # no
 PACKAGES = ("torch", "transformers", "numpy", "scipy", "scikit-learn")
 
 #: The parts of ``linking`` timed in the run's process (module docstring).
-PARTS = ("load_seconds", "link_seconds", "abbreviations_seconds", "search_seconds", "tfidf_transform_seconds")
+PARTS = ("load_seconds", "link_seconds", "abbreviations_seconds", "search_seconds", "tfidf_transform_seconds",
+         "mention_embedding_seconds")
 
 
 # --- the measured run (in its own process) --------------------------------------------------------------------
@@ -91,6 +93,9 @@ def time_linker_parts() -> dict:
         sparse = getattr(self.linker, "sparse", self.linker)  # a dense linker's sparse half, or the sparse linker
         if getattr(sparse, "vectorizer", None) is not None:
             sparse.vectorizer.transform = _timed(sparse.vectorizer.transform, times, "tfidf_transform_seconds")
+        encoder = getattr(self.linker, "encoder", None)  # a dense linker's
+        if encoder is not None:
+            encoder.embed = _timed(encoder.embed, times, "mention_embedding_seconds")
         self.linker.search = _timed(self.linker.search, times, "search_seconds", "searched_mentions")
 
     linking.EntityLinker.__init__ = timed_load
@@ -149,7 +154,7 @@ def linking_split(runs: list[dict], documents: int, seconds_without: float) -> d
     search, link = parts["search_seconds"], parts["link_seconds"]
     return {
         **rounded, "searched_mentions": int(parts["searched_mentions"]),
-        "product_and_top1_seconds": round(search - parts["tfidf_transform_seconds"], 6),
+        "product_and_top1_seconds": round(search - parts["tfidf_transform_seconds"] - parts["mention_embedding_seconds"], 6),
         "preparation_seconds": round(link - search - parts["abbreviations_seconds"], 6),
         "link_seconds_per_document": round(link / documents, 6),
         "link_percent_of_without": round(100 * link / seconds_without, 2),

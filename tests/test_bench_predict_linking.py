@@ -18,13 +18,28 @@ linker_dir = test_linking_predict.linker_dir
 _one_thread = test_predict._one_thread
 
 
+@pytest.fixture
+def dense_linker_dir(linker_dir, tmp_path, tiny_checkpoint):
+    """test_linking_predict's four names behind a dense linker: the tiny checkpoint's encoder, the names embedded."""
+    from downstream.linking.dense import DenseEncoder
+    from downstream.linking.saved import load_linker, save_linker
+    from downstream.linking.spec import LINKING_DATASETS
+
+    _, dictionary, _ = load_linker(linker_dir)
+    encoder = DenseEncoder(str(tiny_checkpoint))
+    return save_linker(tmp_path / "dense", dictionary, LINKING_DATASETS["ncbi-disease"], {"method": "dense"}, ngram_range=(1, 2),
+                       encoder=encoder, name_embeddings=encoder.embed(dictionary.names))  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def bench():
     return load_script(REPO_ROOT / "bench" / "predict_linking.py")
 
 
 @pytest.mark.slow
-def test_a_dry_run_reports_consistent_figures(bench, ner_model, linker_dir, tmp_path):
+@pytest.mark.parametrize("kind", ["sparse", "dense"])
+def test_a_dry_run_reports_consistent_figures(bench, ner_model, kind, request, tmp_path):
+    linker_dir = request.getfixturevalue("linker_dir" if kind == "sparse" else "dense_linker_dir")
     corpus = tmp_path / "corpus.jsonl"
     texts = [SENTENCE] * 3
     corpus.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)), encoding="utf-8")
@@ -37,7 +52,7 @@ def test_a_dry_run_reports_consistent_figures(bench, ner_model, linker_dir, tmp_
             "seconds_per_document_without_linker", "seconds_per_document_with_linker", "overhead_percent", "linking",
             "overhead_percent_after_load"} <= set(report)  # fmt: skip
     assert datetime.date.fromisoformat(report["date"]) and report["device"] and report["versions"]["numpy"]
-    assert report["linker"]["linker"] == "sparse" and report["linker"]["num_names"] == 4
+    assert report["linker"]["linker"] == kind and report["linker"]["num_names"] == 4
     # the same documents and entities both ways; SENTENCE's two diseases in each document, all linked
     assert report["documents"] == 3 and report["entities"] == 6 and report["entities_linked"] == 6
     without, with_linker = report["runs"]["without_linker"][0], report["runs"]["with_linker"][0]
@@ -54,7 +69,11 @@ def test_a_dry_run_reports_consistent_figures(bench, ner_model, linker_dir, tmp_
     assert 0 < parts["load_seconds"] < with_linker["seconds"] and 0 < parts["link_seconds"] < with_linker["seconds"]
     assert 0 < parts["tfidf_transform_seconds"] <= parts["search_seconds"] <= parts["link_seconds"]
     assert 0 < parts["abbreviations_seconds"] <= parts["link_seconds"] - parts["search_seconds"] + 1e-5
-    assert parts["product_and_top1_seconds"] == pytest.approx(parts["search_seconds"] - parts["tfidf_transform_seconds"], abs=1e-5)
+    # a dense linker's encoder runs on the mentions inside its search; a sparse linker has none
+    embedding = parts["mention_embedding_seconds"]
+    assert (0 < embedding <= parts["search_seconds"] - parts["tfidf_transform_seconds"]) if kind == "dense" else embedding == 0
+    assert parts["product_and_top1_seconds"] == pytest.approx(
+        parts["search_seconds"] - parts["tfidf_transform_seconds"] - embedding, abs=1e-5)
     assert parts["preparation_seconds"] == pytest.approx(
         parts["link_seconds"] - parts["search_seconds"] - parts["abbreviations_seconds"], abs=1e-5)
     assert parts["link_seconds_per_document"] == pytest.approx(parts["link_seconds"] / 3, abs=1e-5)

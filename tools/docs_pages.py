@@ -127,13 +127,20 @@ def render_predict_throughput() -> str:
 
 
 def render_predict_linking() -> str:
-    """``bench/predict_linking.py``'s latest report: predict without and with ``--linker``, the overhead, and
-    where the linker's time goes."""
-    files = sorted(BENCH.glob("predict-linking-*.json"), key=_date_of)
-    if not files:
+    """``bench/predict_linking.py``'s latest report for each kind of linker (sparse, then dense): predict without
+    and with ``--linker``, the overhead, and where the linker's time goes."""
+    latest: dict[str, tuple[Path, dict]] = {}
+    for path in sorted(BENCH.glob("predict-linking-*.json"), key=_date_of):
+        r = json.loads(path.read_text(encoding="utf-8"))
+        latest[r["linker"]["linker"]] = (path, r)
+    if not latest:
         return "No `bench/predict_linking.py` result is recorded yet."
-    path = files[-1]
-    r = json.loads(path.read_text(encoding="utf-8"))
+    order = {"sparse": 0, "dense": 1}
+    return "\n\n".join(_predict_linking_block(*latest[kind]) for kind in sorted(latest, key=lambda k: (order.get(k, 2), k)))
+
+
+def _predict_linking_block(path: Path, r: dict) -> str:
+    """One ``bench/predict_linking.py`` report as a paragraph, a table and where the linker's time went."""
     versions = ", ".join(f"{k} {v}" for k, v in r["versions"].items() if k in ("torch", "transformers", "scikit-learn", "scipy"))
     linker = r["linker"]
     lines = [
@@ -152,10 +159,12 @@ def render_predict_linking() -> str:
     ]
     parts = r.get("linking")
     if parts:
+        embedding = parts.get("mention_embedding_seconds") or 0.0
+        embedded = f"the mentions' embeddings {embedding:.2f} s, " if embedding else ""
         lines += ["", f"Inside the run with the linker: load {parts['load_seconds']:.2f} s; linking {parts['link_seconds']:.2f} s "
                   f"({parts['searched_mentions']:,} distinct mentions searched): abbreviations {parts['abbreviations_seconds']:.2f} s, "
-                  f"TF-IDF vectors {parts['tfidf_transform_seconds']:.2f} s, scores and best name {parts['product_and_top1_seconds']:.2f} s, "
-                  f"the rest {parts['preparation_seconds']:.2f} s."]  # fmt: skip
+                  f"TF-IDF vectors {parts['tfidf_transform_seconds']:.2f} s, {embedded}scores and best name "
+                  f"{parts['product_and_top1_seconds']:.2f} s, the rest {parts['preparation_seconds']:.2f} s."]  # fmt: skip
     return "\n".join(lines)
 
 
