@@ -356,23 +356,22 @@ def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
             train_seconds = time.perf_counter() - started
             started = time.perf_counter()
             weight, ngram_range = linker.sparse_weight, BIOSYN_NGRAM_RANGE  # the weight learned
+            name_embeddings = linker.name_embeddings
             tried, best = [{"sparse_weight": weight, "dev": marginalization["marginalization_dev"][-1]["dev"]}], 0
         else:
             train_seconds = time.perf_counter() - started
             started = time.perf_counter()
-            linker = HybridLinker(encoder, dev_dictionary.names)  # the names embedded once
+            name_embeddings = encoder.embed(dev_dictionary.names)  # (num_names, hidden), once for the whole grid
             sparses = {dev_sparse.ngram_range: dev_sparse}
             sparses.update({r: SparseLinker(dev_dictionary.names, ngram_range=r) for r in SPARSE_NGRAM_RANGES if r not in sparses})
             texts = [part for q in data.queries["dev"] for part in q.parts]
-            found = _search_grid(encoder, linker.name_embeddings, sparses, texts, SPARSE_WEIGHTS, NUM_CANDIDATES)
+            found = _search_grid(encoder, name_embeddings, sparses, texts, SPARSE_WEIGHTS, NUM_CANDIDATES)
             tried = [{"ngram_range": list(r), "sparse_weight": w,
                       "dev": link_queries(_fixed_search(found[r, w]), data.queries["dev"], dev_dictionary).metrics}
                      for r in sparses for w in SPARSE_WEIGHTS]  # fmt: skip
             metric = settings.metric.removeprefix("eval_")
             best = max(range(len(tried)), key=lambda i: (tried[i]["dev"][metric], -i))
             weight, ngram_range = tried[best]["sparse_weight"], tuple(tried[best]["ngram_range"])
-            linker = HybridLinker(encoder, dev_dictionary.names, sparses[ngram_range], sparse_weight=weight,
-                                  name_embeddings=linker.name_embeddings)  # fmt: skip
         dev_seconds = time.perf_counter() - started
         test_sparse = SparseLinker(test_dictionary.names, ngram_range=ngram_range)
         refit: dict[str, Any] = {}
@@ -392,7 +391,7 @@ def run_dense(settings, data: LinkingData) -> list[dict[str, Any]]:
         else:
             # the test dictionary is the development one with the development mentions' names after it
             extra = test_dictionary.names[len(dev_dictionary) :]
-            embeddings = np.concatenate([linker.name_embeddings, encoder.embed(extra)]) if extra else linker.name_embeddings
+            embeddings = np.concatenate([name_embeddings, encoder.embed(extra)]) if extra else name_embeddings
             test_linker = HybridLinker(encoder, test_dictionary.names, test_sparse, sparse_weight=weight, name_embeddings=embeddings)
         started = time.perf_counter()
         test = link_queries(test_linker.search, data.queries["test"], test_dictionary)
