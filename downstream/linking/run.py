@@ -234,9 +234,10 @@ def _search_grid(encoder, name_embeddings: np.ndarray, sparses: dict, texts: lis
     from downstream.linking.sparse import CHUNK
 
     found: dict[tuple, list] = {(r, w): [] for r in sparses for w in weights}
+    embeddings = encoder.embed(texts)  # (len(texts), hidden): as HybridLinker.search embeds them
     for i in range(0, len(texts), CHUNK):
         chunk = texts[i : i + CHUNK]
-        dense = encoder.embed(chunk) @ name_embeddings.T  # (chunk, num_names)
+        dense = embeddings[i : i + CHUNK] @ name_embeddings.T  # (chunk, num_names)
         for ngram_range, sparse in sparses.items():
             scores = sparse.scores(chunk)  # (chunk, num_names)
             for w in weights:

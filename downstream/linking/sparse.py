@@ -3,7 +3,9 @@
 BioSyn's sparse score (Sung et al., ACL 2020, section 3.1; ``dmis-lab/BioSyn``
 ``src/biosyn/sparse_encoder.py``): scikit-learn's ``TfidfVectorizer(analyzer="char", ngram_range=(1, 2))``
 fitted on the dictionary's names, the score of a name the inner product of the L2-normalised vectors (the
-cosine). scispaCy's linker uses character 3-grams the same way. The search is exact: every name is scored.
+cosine). scispaCy's linker uses character 3-grams the same way. The search is exact: :meth:`SparseLinker.search`
+scores every name; :meth:`SparseLinker.hybrid_search` (the dense linker's, the sparse score added to a dense one)
+scores exactly only the names that can be among the best, and finds the same names with the same score bits.
 
 Only fitting needs scikit-learn: texts are turned into vectors by :class:`CharTfidf`, which gives the bits of the
 fitted vectorizer's ``transform`` from its vocabulary and idf. A fitted linker is saved as three files
@@ -36,6 +38,37 @@ SMALL_BATCH = 64
 #: From :data:`SMALL_BATCH` texts on, the dense product is used when the texts' n-grams have more names, summed
 #: over the texts, than this fraction of the names' stored entries times the texts (:meth:`SparseLinker.scores`).
 DENSE_POSTINGS_FRACTION = 0.15
+
+#: The pruned search (:meth:`SparseLinker.hybrid_search`) computes a text's sparse score exactly only over its
+#: n-grams found in at most this fraction of the names, and bounds the rest: the common n-grams (1-grams, "er",
+#: "ia", ...) are where the work of scoring every name goes (a 1-gram's names are nearly all of them), and their
+#: small idf makes their part of a cosine small. ``bench/hybrid_search.py`` (2-core machine; the gold test
+#: mentions of NCBI-disease, 1-3-grams, weight 0.5, and of BC5CDR-disease, 2-4-grams, weight 1, against their
+#: 73,000 names), ms a mention at k = 1 / k = 5: every name scored 1.64 / 2.04 and 1.05 / 1.44; pruned at 0.02,
+#: 0.41 / 0.87 and 0.51 / 0.67 (but some texts left with thousands of names, up to 20,105); at 0.05, 0.40 / 0.64
+#: and 0.53 / 0.76; at 0.1, 0.46 / 0.72 and 0.48 / 0.75; at 0.2, 0.99 / 0.94 and 0.71 / 0.81.
+COMMON_POSTINGS_FRACTION = 0.05
+
+#: Added to the pruned search's upper bounds, times ``1 + weight``: more than the float32 rounding of the bound
+#: and of the exact score can differ by (sums of at most a few hundred terms, each at most 1: about 1e-5).
+BOUND_MARGIN = 1e-4
+
+#: A text is pruned (:meth:`SparseLinker.hybrid_search`) when its n-grams have more names, summed, than this plus
+#: :data:`PRUNE_POSTINGS_PER_NAME` per dictionary name (a pruned text makes a few passes over the names).
+#: ``bench/hybrid_search.py``'s ``by_postings``, ms a text alone, every name scored / pruned, NCBI-disease and
+#: BC5CDR-disease: under 100,000 names, 0.48 / 0.49 and 0.37 / 0.56; 100,000 to 200,000, 0.61 / 0.46 and
+#: 0.49 / 0.48; 400,000 to 800,000, 1.40 / 0.53 and 1.23 / 0.66; BC5CDR-chemical's annotation-only dictionary
+#: (1,428 names), under 100,000, 0.14 / 0.31. With 73,000 names a text is pruned from 123,000, with 1,428
+#: from 51,000 (BC5CDR-chemical's test mentions have 8,000 on average: none is).
+PRUNE_POSTINGS = 50_000
+PRUNE_POSTINGS_PER_NAME = 1
+
+#: For ``k > 1``, how many times ``k`` names of highest bound are scored exactly to set the threshold (for
+#: ``k == 1``, the name of highest bound alone).
+SEEDS = 2
+
+#: A pruned text with more names left than this has every name scored instead (bounds too loose to pay).
+MAX_EXACT = 2_000
 
 #: The version of the saved TF-IDF's files (:meth:`SparseLinker.save`).
 TFIDF_FORMAT = 1
@@ -132,6 +165,12 @@ class SparseLinker:
         self.name_vectors.sort_indices()
         self.ngram_names = self.name_vectors.T.tocsr()  # (num_ngrams, num_names): each n-gram's names
         self.postings = np.diff(self.ngram_names.indptr)  # (num_ngrams,): how many names have each n-gram
+        # the pruned search's split: common n-grams (bounded), and each name's norm over them
+        self.common = self.postings > COMMON_POSTINGS_FRACTION * self.name_vectors.shape[0]  # (num_ngrams,)
+        squares = np.where(self.common[self.name_vectors.indices], self.name_vectors.data.astype(np.float64) ** 2, 0.0)
+        rows = np.repeat(np.arange(self.name_vectors.shape[0]), np.diff(self.name_vectors.indptr))
+        common_norms = np.sqrt(np.bincount(rows, weights=squares, minlength=self.name_vectors.shape[0]))
+        self.common_norms = (common_norms * (1 + 1e-6)).astype(np.float32)  # (num_names,), rounded up
 
     def save(self, directory: str | Path) -> dict[str, str]:
         """Write the fitted TF-IDF to ``directory`` (an existing folder), each file under a temporary name renamed
@@ -266,10 +305,125 @@ class SparseLinker:
         gathered = int(self.postings[vectors.indices].sum())
         return rows >= SMALL_BATCH and gathered > DENSE_POSTINGS_FRACTION * self.name_vectors.nnz * rows
 
+    def upper_bounds(self, vectors, row: int) -> np.ndarray:
+        """An upper bound of row ``row`` of ``vectors``'s cosine with each name, ``(num_names,)`` float32 (a new
+        array): its part over the text's rare n-grams, exact, plus, by Cauchy-Schwarz, the norm of the text's part
+        over the common ones (:data:`COMMON_POSTINGS_FRACTION`) times the name's (:attr:`common_norms`). The
+        work is the number of names of the text's rare n-grams (about a fifteenth of those of all its n-grams)
+        and a pass over the names."""
+        start, end = vectors.indptr[row], vectors.indptr[row + 1]
+        columns, values = vectors.indices[start:end], vectors.data[start:end]
+        common = self.common[columns]
+        rare = ~common
+        if rare.any():
+            bound = self.ngram_names[columns[rare]].T @ values[rare]  # (num_names,) float32: the rare part
+        else:
+            bound = np.zeros(self.name_vectors.shape[0], dtype=np.float32)
+        text_norm = float(np.sqrt(np.sum(values[common].astype(np.float64) ** 2)))
+        if text_norm:
+            bound += self.common_norms * np.float32(text_norm)
+        return bound
+
+    def pair_scores(self, vectors, row: int, names: np.ndarray) -> np.ndarray:
+        """Cosine of row ``row`` of ``vectors`` with each of ``names`` (``(n,)`` indices), ``(n,)`` float32: the
+        same bits as :meth:`vector_scores` gives them (the products summed one after the other in float32, in the
+        n-grams' column order: a cumulative sum; a name's n-gram the text lacks adds a zero, which changes no sum).
+        """
+        start, end = vectors.indptr[row], vectors.indptr[row + 1]
+        text = np.zeros(vectors.shape[1], dtype=np.float32)  # (num_ngrams,)
+        text[vectors.indices[start:end]] = vectors.data[start:end]
+        indptr = self.name_vectors.indptr
+        firsts, lengths = indptr[names], indptr[names + 1] - indptr[names]
+        width = int(lengths.max(initial=0))
+        if not width:
+            return np.zeros(len(names), dtype=np.float32)
+        positions = firsts[:, None] + np.arange(width)[None, :]  # (n, width) entries, past a row's end masked
+        inside = np.arange(width)[None, :] < lengths[:, None]
+        positions = np.where(inside, positions, 0)
+        products = np.where(inside, self.name_vectors.data[positions] * text[self.name_vectors.indices[positions]],
+                            np.float32(0))  # fmt: skip
+        return np.cumsum(products, axis=1, dtype=np.float32)[:, -1]
+
+    def hybrid_search(self, vectors, k: int, *, dense: np.ndarray, weight: float):
+        """The ``k`` best names of each row of ``vectors`` under ``dense + weight * sparse`` (the hybrid score of
+        :class:`~downstream.linking.dense.HybridLinker`): the same names and score bits as
+        :func:`~downstream.linking.metrics.top_k` over every name's score (``dense += weight * sparse`` with
+        :meth:`vector_scores`), for a fraction of the work where scoring every name costs most.
+
+        A text whose n-grams have more names than :data:`PRUNE_POSTINGS` plus :data:`PRUNE_POSTINGS_PER_NAME`
+        per name (a dictionary of tens of thousands of names and 1-grams) is pruned: every name gets an upper
+        bound of its score (:meth:`upper_bounds` times ``weight``, plus ``dense`` and :data:`BOUND_MARGIN`); the
+        :data:`SEEDS` ``* k`` names of highest bound (the one of highest, for ``k == 1``) are scored exactly and
+        the ``k``-th best of their scores is a threshold none of the ``k`` best can be below; only the names whose
+        bound reaches it are scored exactly (:meth:`pair_scores`) and ranked (ties: the lower index first). A
+        pruned text left with more than :data:`MAX_EXACT` names, and the other texts, have every name scored.
+
+        Args:
+            vectors: ``(num_texts, num_ngrams)`` CSR from ``vectorizer.transform``.
+            k: how many names.
+            dense: ``(num_texts, num_names)`` float32 scores the sparse one is added to.
+            weight: the sparse score's weight, at least 0.
+
+        Returns:
+            ``(indices, scores)``, each ``(num_texts, min(k, num_names))``.
+
+        Raises:
+            ValueError: a negative ``weight`` (the bound would not bound).
+        """
+        from downstream.linking.metrics import top_k
+
+        if weight < 0:
+            raise ValueError(f"the pruned search needs a sparse weight of at least 0, got {weight}")
+        num_texts, num_names = vectors.shape[0], self.name_vectors.shape[0]
+        k = min(k, num_names)
+        indices = np.zeros((num_texts, k), dtype=np.int64)
+        scores = np.zeros((num_texts, k), dtype=np.float32)
+        margin = np.float32(BOUND_MARGIN * (1 + weight))
+        entry_rows = np.repeat(np.arange(num_texts), np.diff(vectors.indptr))
+        postings = np.bincount(entry_rows, weights=self.postings[vectors.indices], minlength=num_texts)  # (num_texts,)
+        everything = []  # the texts whose every name is scored
+        for row in range(num_texts):
+            if postings[row] <= PRUNE_POSTINGS + PRUNE_POSTINGS_PER_NAME * num_names:
+                everything.append(row)
+                continue
+            bound = self.upper_bounds(vectors, row)  # (num_names,)
+            bound *= np.float32(weight)
+            bound += dense[row]
+            bound += margin
+            if k == 1:
+                seeds = np.array([bound.argmax()])
+                threshold = self._hybrid(vectors, row, seeds, dense, weight)[0]
+            else:
+                many = min(SEEDS * k, num_names)
+                seeds = np.argpartition(-bound, many - 1)[:many]
+                threshold = np.sort(self._hybrid(vectors, row, seeds, dense, weight))[-k]
+            names = np.union1d(np.flatnonzero(bound >= threshold), seeds)  # at least k, whatever the rounding
+            if len(names) > MAX_EXACT:
+                everything.append(row)
+                continue
+            found = self._hybrid(vectors, row, names, dense, weight)
+            best = np.lexsort((names, -found))[:k]  # best first, then the lower index
+            indices[row], scores[row] = names[best], found[best]
+        if everything:
+            rows = np.asarray(everything)
+            found = dense[rows]  # a copy
+            found += weight * self.vector_scores(vectors[rows])  # a text's scores do not depend on the others'
+            indices[rows], scores[rows] = top_k(found, k)
+        return indices, scores
+
+    def _hybrid(self, vectors, row: int, names: np.ndarray, dense: np.ndarray, weight: float) -> np.ndarray:
+        """``dense + weight * sparse`` of row ``row`` with ``names``, ``(len(names),)`` float32, with the bits of
+        ``dense += weight * sparse`` over every name."""
+        found = dense[row, names]  # a copy
+        found += weight * self.pair_scores(vectors, row, names)
+        return found
+
     def search(self, texts: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest names of each text, best first: ``(indices, scores)``, each ``(len(texts), k)``
         (ties: the lower index first, :func:`~downstream.linking.metrics.top_k`). Texts whose scores are
-        gathered are ranked one at a time (no ``(len(texts), num_names)`` block)."""
+        gathered are ranked one at a time (no ``(len(texts), num_names)`` block). Every name is scored: the
+        pruning of :meth:`hybrid_search` is for the hybrid score (an early trial of it on the sparse score alone,
+        NCBI-disease's test mentions, took longer than scoring every name)."""
         from downstream.linking.metrics import top_k
 
         if not texts:
