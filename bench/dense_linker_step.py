@@ -75,7 +75,7 @@ def report(args) -> dict:
     import torch
 
     from bioelectra.checkpoints import resolve_checkpoint
-    from downstream.linking.dense import DenseEncoder, training_pairs
+    from downstream.linking.dense import EMBED_BATCH, DenseEncoder, training_pairs
     from downstream.linking.run import load_linking_data
 
     load = os.getloadavg()
@@ -97,7 +97,8 @@ def report(args) -> dict:
         "dataset": args.dataset, "checkpoint": args.ckpt, "batch_size_pairs": args.batch_size, "steps": args.steps,
         "training_pairs": len(pairs), "ways": ways,
         "speedup": {w["way"]: round(base / w["seconds_per_step"], 2) for w in ways[1:]},
-        "embedding": {"names": len(names), "seconds": round(embed_seconds, 2), "names_per_second": round(len(names) / embed_seconds, 1)},
+        "embedding": {"names": len(names), "batch_size": EMBED_BATCH, "seconds": round(embed_seconds, 2),
+                      "names_per_second": round(len(names) / embed_seconds, 1)},
     }  # fmt: skip
 
 

@@ -1,0 +1,181 @@
+#!/usr/bin/env python
+"""The dense linker's search with and without pruning: every name scored against
+:meth:`~downstream.linking.sparse.SparseLinker.hybrid_search`, on a saved dense linker and the gold test
+mentions of its dataset (their prepared parts, each once, as evaluation links them).
+
+The mentions are embedded and their dense block (``(texts, num_names)``, as ``HybridLinker.search`` makes it)
+computed once, untimed; what is timed is the rest of the search, :data:`~downstream.linking.sparse.CHUNK` texts
+at a time: ``dense += weight * sparse`` over every name and the top k (``full``), against ``hybrid_search``
+(``pruned``) for each common-n-gram fraction of ``--fractions`` and each k of ``--k``. Both must find the same
+names and score bits, or the script stops. Reported per case: ms a text (the median of ``--repeats``), the
+names scored exactly per pruned text (mean, max), the texts pruned and those that fell back to every name.
+``by_postings`` times each text alone both ways (every text pruned, at the linker's fraction), grouped by how many
+names its n-grams have: the cost model behind :data:`~downstream.linking.sparse.PRUNE_POSTINGS`.
+
+Prints one JSON object (``--out``: also written there) with ``date``, ``device``, ``versions``, the linker, the
+mentions and the cases.
+
+Usage: ``python bench/hybrid_search.py --linker LINKER_DIR [--data-dir ../shared/data/linking] [--mentions 1000]
+[--fractions 0.02,0.05,0.1,0.2] [--k 1,5] [--repeats 3] [--out FILE]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from machine import cpu_device_name  # noqa: E402
+from predict_linking import versions, write_report  # noqa: E402
+
+#: Bands of a text's n-grams' names (summed) for ``by_postings``.
+POSTINGS_BANDS = (0, 100_000, 200_000, 400_000, 800_000, None)
+
+
+def full_search(sparse, blocks, k: int, weight: float) -> list:
+    """Every name scored (``HybridLinker.scores``), the top ``k`` of each block."""
+    from downstream.linking.metrics import top_k
+
+    found = []
+    for dense, vectors in blocks:
+        scores = dense.copy()
+        scores += weight * sparse.vector_scores(vectors)
+        found.append(top_k(scores, k))
+    return found
+
+
+def timed(function, repeats: int) -> tuple[float, object]:
+    """The median seconds of ``repeats`` calls of ``function`` and its last result."""
+    seconds, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = function()
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds), result
+
+
+def pruning_counts(sparse, blocks, k: int, weight: float) -> dict:
+    """How the pruned search went: texts pruned, names scored exactly per pruned text, fallbacks."""
+    import downstream.linking.sparse as module
+
+    counts = {"pruned": 0, "fell_back": 0, "scored": []}
+    for dense, vectors in blocks:
+        num_names = sparse.name_vectors.shape[0]
+        for row in range(vectors.shape[0]):
+            start, end = vectors.indptr[row], vectors.indptr[row + 1]
+            if sparse.postings[vectors.indices[start:end]].sum() <= module.PRUNE_POSTINGS + module.PRUNE_POSTINGS_PER_NAME * num_names:
+                continue
+            bound = sparse.upper_bounds(vectors, row) * np.float32(weight) + dense[row] + np.float32(module.BOUND_MARGIN * (1 + weight))
+            many = 1 if k == 1 else min(module.SEEDS * k, num_names)
+            seeds = np.array([bound.argmax()]) if k == 1 else np.argpartition(-bound, many - 1)[:many]
+            threshold = np.sort(sparse._hybrid(vectors, row, seeds, dense, weight))[-k]
+            scored = len(np.union1d(np.flatnonzero(bound >= threshold), seeds))
+            counts["pruned"] += 1
+            counts["fell_back"] += scored > module.MAX_EXACT
+            counts["scored"].append(scored)
+    scored = counts.pop("scored")
+    return counts | {"scored_mean": round(float(np.mean(scored)), 1) if scored else None, "scored_max": max(scored, default=None)}
+
+
+def by_postings(sparse, blocks, weight: float, repeats: int) -> list[dict]:
+    """Each text alone, every name scored against pruned (forced), ms by band of its n-grams' names."""
+    import downstream.linking.sparse as module
+
+    rows = []
+    saved = module.PRUNE_POSTINGS, module.PRUNE_POSTINGS_PER_NAME
+    module.PRUNE_POSTINGS, module.PRUNE_POSTINGS_PER_NAME = -1, 0
+    try:
+        for dense, vectors in blocks:
+            for row in range(vectors.shape[0]):
+                one, block = vectors[row], dense[row : row + 1]
+                postings = int(sparse.postings[one.indices].sum())
+                full, _ = timed(lambda one=one, block=block: full_search(sparse, [(block, one)], 1, weight), repeats)
+                pruned, _ = timed(lambda one=one, block=block: sparse.hybrid_search(one, 1, dense=block, weight=weight), repeats)
+                rows.append((postings, full, pruned))
+    finally:
+        module.PRUNE_POSTINGS, module.PRUNE_POSTINGS_PER_NAME = saved
+    bands = []
+    for low, high in zip(POSTINGS_BANDS, POSTINGS_BANDS[1:], strict=False):
+        inside = [r for r in rows if r[0] >= low and (high is None or r[0] < high)]
+        if inside:
+            bands.append({"postings_from": low, "postings_below": high, "texts": len(inside),
+                          "full_ms_per_text": round(1e3 * statistics.mean(r[1] for r in inside), 3),
+                          "pruned_ms_per_text": round(1e3 * statistics.mean(r[2] for r in inside), 3)})  # fmt: skip
+    return bands
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--linker", required=True, help="a saved dense linker folder (a linking trial's linker/)")
+    parser.add_argument("--data-dir", type=Path, default=REPO.parent / "shared" / "data" / "linking")
+    parser.add_argument("--mentions", type=int, default=1000, help="at most this many distinct test mentions")
+    parser.add_argument("--fractions", default="0.02,0.05,0.1,0.2", help="common n-grams' fractions of the names")
+    parser.add_argument("--k", default="1,5", help="the k's searched")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    args = parser.parse_args(argv)
+    fractions = [float(f) for f in args.fractions.split(",")]
+    ks = [int(k) for k in args.k.split(",")]
+    if not (Path(args.linker) / "linker.json").is_file():
+        parser.error(f"--linker {args.linker}: no linker.json (expected a linking trial's linker/ folder)")
+
+    import downstream.linking.sparse as module
+    from downstream.linking.run import load_linking_data
+    from downstream.linking.saved import load_linker
+
+    linker, _, card = load_linker(args.linker)
+    if card.get("linker") != "dense" or linker.sparse is None or not linker.sparse_weight:
+        parser.error(f"--linker {args.linker}: expected a dense linker with a sparse score beside it")
+    data = load_linking_data(card["dataset"], args.data_dir)
+    texts = list(dict.fromkeys(part for query in data.queries["test"] for part in query.parts))[: args.mentions]
+    sparse, weight = linker.sparse, linker.sparse_weight
+    embeddings = linker.encoder.embed(texts)
+    blocks = [(embeddings[i : i + module.CHUNK] @ linker.name_embeddings.T, sparse.vectorizer.transform(texts[i : i + module.CHUNK]))
+              for i in range(0, len(texts), module.CHUNK)]  # fmt: skip
+
+    cases = []
+    default_fraction = module.COMMON_POSTINGS_FRACTION
+    for k in ks:
+        full_seconds, expected = timed(lambda k=k: full_search(sparse, blocks, k, weight), args.repeats)
+        cases.append({"search": "full", "k": k, "ms_per_text": round(1e3 * full_seconds / len(texts), 3)})
+        for fraction in fractions:
+            module.COMMON_POSTINGS_FRACTION = fraction
+            sparse._index(sparse.name_vectors)
+            seconds, found = timed(lambda k=k: [sparse.hybrid_search(v, k, dense=d, weight=weight) for d, v in blocks], args.repeats)
+            for (a, b), (c, d) in zip(found, expected, strict=True):
+                if not (np.array_equal(a, c) and np.array_equal(b, d)):
+                    raise SystemExit(f"the pruned search at fraction {fraction}, k {k} found other names or scores than the full one")
+            cases.append({"search": "pruned", "k": k, "common_postings_fraction": fraction,
+                          "common_ngrams": int(sparse.common.sum()), "ms_per_text": round(1e3 * seconds / len(texts), 3),
+                          **pruning_counts(sparse, blocks, k, weight)})  # fmt: skip
+    module.COMMON_POSTINGS_FRACTION = default_fraction
+    sparse._index(sparse.name_vectors)
+    result = {
+        "benchmark": "hybrid_search", "date": datetime.date.today().isoformat(), "device": cpu_device_name(),
+        "versions": versions(),
+        "linker": {"dir": str(args.linker), "dataset": card["dataset"], "ngram_range": list(sparse.ngram_range),
+                   "sparse_weight": weight, "num_names": int(sparse.name_vectors.shape[0]),
+                   "num_ngrams": int(sparse.name_vectors.shape[1])},
+        "mentions": len(texts), "mean_postings_per_text": round(float(np.mean([sparse.postings[v.indices[v.indptr[r]:v.indptr[r + 1]]].sum()
+                                                                               for _, v in blocks for r in range(v.shape[0])])), 1),
+        "constants": {"PRUNE_POSTINGS": module.PRUNE_POSTINGS, "PRUNE_POSTINGS_PER_NAME": module.PRUNE_POSTINGS_PER_NAME,
+                      "SEEDS": module.SEEDS, "MAX_EXACT": module.MAX_EXACT, "COMMON_POSTINGS_FRACTION": default_fraction},
+        "repeats": args.repeats, "cases": cases, "by_postings": by_postings(sparse, blocks, weight, 1),
+    }  # fmt: skip
+    write_report(result, args.out)
+    print(json.dumps(result, indent=1))
+    return result
+
+
+if __name__ == "__main__":
+    main()
