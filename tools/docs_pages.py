@@ -127,16 +127,19 @@ def render_predict_throughput() -> str:
 
 
 def render_predict_linking() -> str:
-    """``bench/predict_linking.py``'s latest report for each kind of linker (sparse, then dense): predict without
-    and with ``--linker``, the overhead, and where the linker's time goes."""
-    latest: dict[str, tuple[Path, dict]] = {}
-    for path in sorted(BENCH.glob("predict-linking-*.json"), key=_date_of):
+    """``bench/predict_linking.py``'s latest report for each kind of linker (sparse, then dense) and corpus (by
+    number of documents): predict without and with ``--linker``, the overhead, and where the linker's time goes.
+    A report named ``...-before-<change>`` is the record of what a change improved on, not shown."""
+    latest: dict[tuple[str, int], tuple[Path, dict]] = {}
+    reports = [p for p in BENCH.glob("predict-linking-*.json") if "-before-" not in p.name]
+    for path in sorted(reports, key=lambda p: (_date_of(p), p.name)):
         r = json.loads(path.read_text(encoding="utf-8"))
-        latest[r["linker"]["linker"]] = (path, r)
+        latest[r["linker"]["linker"], r["documents"]] = (path, r)
     if not latest:
         return "No `bench/predict_linking.py` result is recorded yet."
     order = {"sparse": 0, "dense": 1}
-    return "\n\n".join(_predict_linking_block(*latest[kind]) for kind in sorted(latest, key=lambda k: (order.get(k, 2), k)))
+    keys = sorted(latest, key=lambda key: (order.get(key[0], 2), key[0], key[1]))
+    return "\n\n".join(_predict_linking_block(*latest[key]) for key in keys)
 
 
 def _predict_linking_block(path: Path, r: dict) -> str:
@@ -168,6 +171,41 @@ def _predict_linking_block(path: Path, r: dict) -> str:
     return "\n".join(lines)
 
 
+def render_hybrid_search() -> str:
+    """``bench/hybrid_search.py``'s latest report for each dataset: the dense linker's search with every name
+    scored against the pruned search, at each common-n-gram fraction."""
+    latest: dict[str, tuple[Path, dict]] = {}
+    for path in sorted(BENCH.glob("hybrid-search-*.json"), key=lambda p: (_date_of(p), p.name)):
+        r = json.loads(path.read_text(encoding="utf-8"))
+        latest[r["linker"]["dataset"]] = (path, r)
+    if not latest:
+        return "No `bench/hybrid_search.py` result is recorded yet."
+    blocks = []
+    for dataset in sorted(latest):
+        path, r = latest[dataset]
+        linker = r["linker"]
+        versions = ", ".join(f"{k} {v}" for k, v in r["versions"].items() if k in ("numpy", "scipy"))
+        lines = [
+            f"`{path.relative_to(REPO)}` ({r['date']}, {r['device']}, {versions}): {dataset}'s {r['mentions']:,} distinct "
+            f"test mentions ({r['mean_postings_per_text']:,.0f} names of their n-grams on average) against "
+            f"{linker['num_names']:,} names, {linker['ngram_range'][0]}-{linker['ngram_range'][1]}-grams, sparse weight "
+            f"{linker['sparse_weight']:g}; medians of {r['repeats']} runs.",
+            "",
+            "| search | k | common n-grams (fraction of the names) | ms per mention | mentions pruned | names scored exactly per pruned mention (mean / max) |",
+            "|---|---:|---|---:|---:|---|",
+        ]
+        for c in r["cases"]:
+            if c["search"] == "full":
+                lines.append(f"| every name | {c['k']} | | {c['ms_per_text']:.2f} | | |")
+                continue
+            default = " (default)" if c["common_postings_fraction"] == r["constants"]["COMMON_POSTINGS_FRACTION"] else ""
+            scored = f"{c['scored_mean']:,.1f} / {c['scored_max']:,}" if c["scored_mean"] is not None else "-"
+            lines.append(f"| pruned | {c['k']} | {c['common_ngrams']:,} (> {c['common_postings_fraction']:g}){default} | "
+                         f"{c['ms_per_text']:.2f} | {c['pruned']:,} | {scored} |")  # fmt: skip
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
 def render_dense_linker_step() -> str:
     """``bench/dense_linker_step.py``'s latest report: the dense linker's training step, one padded batch against
     length-grouped forwards, and the dictionary's embedding rate."""
@@ -189,7 +227,8 @@ def render_dense_linker_step() -> str:
         speedup = r["speedup"].get(way["way"], 1.0)
         lines.append(f"| {way['way']} | {way['seconds_per_step']:.3f} | {way['padding_ratio']:.2f} | {speedup:.2f}x |")
     e = r["embedding"]
-    lines += ["", f"Embedding {e['names']:,} dictionary names (sorted by length, 256 a batch): {e['seconds']:.2f} s, "
+    batch = e.get("batch_size", 256)  # reports before the batch was recorded embedded 256 names a batch
+    lines += ["", f"Embedding {e['names']:,} dictionary names (sorted by length, {batch} a batch): {e['seconds']:.2f} s, "
               f"{e['names_per_second']:,.0f} names a second."]  # fmt: skip
     return "\n".join(lines)
 
@@ -401,6 +440,7 @@ BLOCKS: dict[tuple[str, str], Callable[[], str]] = {
     ("docs/results/performance.md", "sampling"): render_sampling,
     ("docs/results/performance.md", "predict-linking"): render_predict_linking,
     ("docs/results/performance.md", "dense-linker-step"): render_dense_linker_step,
+    ("docs/results/performance.md", "hybrid-search"): render_hybrid_search,
     ("docs/results/index.md", "blurb"): render_blurb,
     ("README.md", "blurb-summary"): render_blurb_summary,
 }
