@@ -112,13 +112,21 @@ def test_predict_links_each_chunk_with_one_search(ner_model, linker_dir):
 
 
 @pytest.mark.slow
-def test_two_workers_link_what_one_links(ner_model, linker_dir, tmp_path):
-    """Worker processes load the linker and link their chunks as this process does."""
+def test_two_workers_link_what_one_links(ner_model, linker_dir, tmp_path, monkeypatch):
+    """Worker processes load the linker and link their chunks as this process does; this process lets go of the
+    linker it loaded to check the folder (a dense linker's encoder and embeddings are hundreds of MB)."""
+    import downstream.predict.files as files
+
+    handed = []
+    real = files.rendered_chunks
+    monkeypatch.setattr(files, "rendered_chunks", lambda *args, **kwargs: handed.append(kwargs["linker"]) or real(*args, **kwargs))
+    monkeypatch.setattr(files, "available_cores", lambda: 2)  # two workers, whatever this machine has
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"id": str(i), "text": SENTENCE}) + "\n" for i in range(6)), encoding="utf-8")
     one = predict_files(ner_model, [corpus], output=tmp_path / "one.jsonl", device="cpu", chunk_documents=2, linker_dir=linker_dir)
     two = predict_files(ner_model, [corpus], output=tmp_path / "two.jsonl", device="cpu", chunk_documents=2, num_workers=2,
                         linker_dir=linker_dir)  # fmt: skip
+    assert isinstance(handed[0], EntityLinker) and handed[1] is None  # one process links itself; two workers do
     assert (two.documents, two.predictions) == (one.documents, one.predictions) == (6, 12)
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
     assert (tmp_path / "one.jsonl").read_text().count('"concept_id": "D020388"') == 6

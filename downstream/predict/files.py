@@ -212,7 +212,7 @@ def predict_files(
     if num_workers > 1:
         if predictor.device.type == "cuda":
             raise DownstreamError(f"--num-workers {num_workers}: worker processes are for the CPU; one process drives the GPU")
-        predictor = None  # each worker loads its own
+        predictor = linker = None  # each worker loads its own: this process's copies were only the checks
     chunk = chunk_documents or getattr(predictor_class, "chunk_documents", None) or getattr(predictor_class, "chunk_sentences", 256)
     skipped = sink.start()
     counts = {"documents": 0, "predictions": 0}
