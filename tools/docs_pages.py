@@ -426,6 +426,7 @@ BLOCKS: dict[tuple[str, str], Callable[[], str]] = {
     ("docs/guides/hyperparameter-search.md", "hp-search"): lambda: render_recorded_table("hp-search"),
     ("docs/guides/entity-linking.md", "linking-sparse"): lambda: render_recorded_table("linking-sparse"),
     ("docs/guides/entity-linking.md", "linking-end-to-end"): lambda: render_recorded_table("linking-end-to-end"),
+    ("docs/guides/entity-linking.md", "linking-dense-defaults"): lambda: render_recorded_table("linking-dense-defaults"),
     ("docs/guides/entity-linking.md", "linking-dense"): lambda: render_recorded_table("linking-dense"),
     ("docs/guides/entity-linking.md", "linking-dense-epochs"): lambda: render_recorded_table("linking-dense-epochs"),
     ("docs/guides/entity-linking.md", "linking-end-to-end-dense"): lambda: render_recorded_table("linking-end-to-end-dense"),
