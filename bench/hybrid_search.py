@@ -65,26 +65,14 @@ def timed(function, repeats: int) -> tuple[float, object]:
 
 
 def pruning_counts(sparse, blocks, k: int, weight: float) -> dict:
-    """How the pruned search went: texts pruned, names scored exactly per pruned text, fallbacks."""
-    import downstream.linking.sparse as module
-
-    counts = {"pruned": 0, "fell_back": 0, "scored": []}
+    """How the pruned search went (``hybrid_search``'s ``stats``): texts pruned, fallbacks, names scored exactly
+    per pruned text."""
+    stats: dict = {}
     for dense, vectors in blocks:
-        num_names = sparse.name_vectors.shape[0]
-        for row in range(vectors.shape[0]):
-            start, end = vectors.indptr[row], vectors.indptr[row + 1]
-            if sparse.postings[vectors.indices[start:end]].sum() <= module.PRUNE_POSTINGS + module.PRUNE_POSTINGS_PER_NAME * num_names:
-                continue
-            bound = sparse.upper_bounds(vectors, row) * np.float32(weight) + dense[row] + np.float32(module.BOUND_MARGIN * (1 + weight))
-            many = 1 if k == 1 else min(module.SEEDS * k, num_names)
-            seeds = np.array([bound.argmax()]) if k == 1 else np.argpartition(-bound, many - 1)[:many]
-            threshold = np.sort(sparse._hybrid(vectors, row, seeds, dense, weight))[-k]
-            scored = len(np.union1d(np.flatnonzero(bound >= threshold), seeds))
-            counts["pruned"] += 1
-            counts["fell_back"] += scored > module.MAX_EXACT
-            counts["scored"].append(scored)
-    scored = counts.pop("scored")
-    return counts | {"scored_mean": round(float(np.mean(scored)), 1) if scored else None, "scored_max": max(scored, default=None)}
+        sparse.hybrid_search(vectors, k, dense=dense, weight=weight, stats=stats)
+    scored = stats.get("scored", [])
+    return {"pruned": stats.get("pruned", 0), "fell_back": stats.get("fell_back", 0),
+            "scored_mean": round(float(np.mean(scored)), 1) if scored else None, "scored_max": max(scored, default=None)}
 
 
 def by_postings(sparse, blocks, weight: float, repeats: int) -> list[dict]:

@@ -329,9 +329,18 @@ class SparseLinker:
         same bits as :meth:`vector_scores` gives them (the products summed one after the other in float32, in the
         n-grams' column order: a cumulative sum; a name's n-gram the text lacks adds a zero, which changes no sum).
         """
+        return self._pair_scores(self._text_vector(vectors, row), names)
+
+    @staticmethod
+    def _text_vector(vectors, row: int) -> np.ndarray:
+        """Row ``row`` of ``vectors`` as a dense ``(num_ngrams,)`` float32 vector."""
         start, end = vectors.indptr[row], vectors.indptr[row + 1]
-        text = np.zeros(vectors.shape[1], dtype=np.float32)  # (num_ngrams,)
+        text = np.zeros(vectors.shape[1], dtype=np.float32)
         text[vectors.indices[start:end]] = vectors.data[start:end]
+        return text
+
+    def _pair_scores(self, text: np.ndarray, names: np.ndarray) -> np.ndarray:
+        """:meth:`pair_scores` of a text given as its dense vector (:meth:`_text_vector`)."""
         indptr = self.name_vectors.indptr
         firsts, lengths = indptr[names], indptr[names + 1] - indptr[names]
         width = int(lengths.max(initial=0))
@@ -344,7 +353,7 @@ class SparseLinker:
                             np.float32(0))  # fmt: skip
         return np.cumsum(products, axis=1, dtype=np.float32)[:, -1]
 
-    def hybrid_search(self, vectors, k: int, *, dense: np.ndarray, weight: float):
+    def hybrid_search(self, vectors, k: int, *, dense: np.ndarray, weight: float, stats: dict | None = None):
         """The ``k`` best names of each row of ``vectors`` under ``dense + weight * sparse`` (the hybrid score of
         :class:`~downstream.linking.dense.HybridLinker`): the same names and score bits as
         :func:`~downstream.linking.metrics.top_k` over every name's score (``dense += weight * sparse`` with
@@ -363,6 +372,9 @@ class SparseLinker:
             k: how many names.
             dense: ``(num_texts, num_names)`` float32 scores the sparse one is added to.
             weight: the sparse score's weight, at least 0.
+            stats: when given, gets how the search went: ``pruned`` (texts pruned), ``fell_back`` (of those, texts
+                left with more than :data:`MAX_EXACT` names) and ``scored`` (the names left of each pruned text),
+                added to what it holds (``bench/hybrid_search.py``).
 
         Returns:
             ``(indices, scores)``, each ``(num_texts, min(k, num_names))``.
@@ -390,18 +402,23 @@ class SparseLinker:
             bound *= np.float32(weight)
             bound += dense[row]
             bound += margin
+            text = self._text_vector(vectors, row)
             if k == 1:
                 seeds = np.array([bound.argmax()])
-                threshold = self._hybrid(vectors, row, seeds, dense, weight)[0]
+                threshold = self._hybrid(text, dense[row], seeds, weight)[0]
             else:
                 many = min(SEEDS * k, num_names)
                 seeds = np.argpartition(-bound, many - 1)[:many]
-                threshold = np.sort(self._hybrid(vectors, row, seeds, dense, weight))[-k]
+                threshold = np.sort(self._hybrid(text, dense[row], seeds, weight))[-k]
             names = np.union1d(np.flatnonzero(bound >= threshold), seeds)  # at least k, whatever the rounding
+            if stats is not None:
+                stats["pruned"] = stats.get("pruned", 0) + 1
+                stats["fell_back"] = stats.get("fell_back", 0) + (len(names) > MAX_EXACT)
+                stats.setdefault("scored", []).append(len(names))
             if len(names) > MAX_EXACT:
                 everything.append(row)
                 continue
-            found = self._hybrid(vectors, row, names, dense, weight)
+            found = self._hybrid(text, dense[row], names, weight)
             best = np.lexsort((names, -found))[:k]  # best first, then the lower index
             indices[row], scores[row] = names[best], found[best]
         if everything:
@@ -411,11 +428,12 @@ class SparseLinker:
             indices[rows], scores[rows] = top_k(found, k)
         return indices, scores
 
-    def _hybrid(self, vectors, row: int, names: np.ndarray, dense: np.ndarray, weight: float) -> np.ndarray:
-        """``dense + weight * sparse`` of row ``row`` with ``names``, ``(len(names),)`` float32, with the bits of
-        ``dense += weight * sparse`` over every name."""
-        found = dense[row, names]  # a copy
-        found += weight * self.pair_scores(vectors, row, names)
+    def _hybrid(self, text: np.ndarray, dense: np.ndarray, names: np.ndarray, weight: float) -> np.ndarray:
+        """``dense + weight * sparse`` of a text (its dense vector, :meth:`_text_vector`, and its ``(num_names,)``
+        dense scores) with ``names``, ``(len(names),)`` float32, with the bits of ``dense += weight * sparse``
+        over every name."""
+        found = dense[names]  # a copy
+        found += weight * self._pair_scores(text, names)
         return found
 
     def search(self, texts: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
