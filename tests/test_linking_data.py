@@ -108,6 +108,34 @@ def test_abbreviations_schwartz_hearst_and_biosyn_replacement():
 
 
 @pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Schwartz & Hearst's other order: the long form inside the parentheses (cut at a comma), the short form
+        # the word before them
+        ("He had PTLD (post-transplantation lymphoproliferative disorder, Burkitt-type) then.",
+         {"PTLD": "post-transplantation lymphoproliferative disorder"}),
+        # three words inside that are no long form of the word before: nothing
+        ("The patients (n = 17 of them) were seen.", {}),
+        # trailing words shared by both forms belong to neither
+        ("Heparin-induced thrombocytopenia type II (HIT type II) is rare.", {"HIT": "Heparin-induced thrombocytopenia"}),
+        # a shared leading part without letters: both the whole short form and the rest are defined
+        ("Rats had 90/hypertension (90/HTN) at first.", {"90/HTN": "90/hypertension", "HTN": "hypertension"}),
+        # a shared leading letter is part of the abbreviation
+        ("X-linked adrenoleukodystrophy (X-ALD) is rare.", {"X-ALD": "X-linked adrenoleukodystrophy"}),
+        # the first definition wins, in either order
+        ("Major depression (MD) and later MD (muscular dystrophy of Duchenne) were seen.", {"MD": "Major depression"}),
+    ],
+)  # fmt: skip
+def test_abbreviations_other_definitions(text, expected):
+    found = find_abbreviations(text)
+    assert found == expected
+    if "HTN" in found:
+        assert resolve_abbreviations("HTN", found) == "hypertension"
+    if "HIT" in found:
+        assert resolve_abbreviations("HIT type II", found) == "Heparin-induced thrombocytopenia type II"
+
+
+@pytest.mark.parametrize(
     ("mention", "ids", "parts"),
     [
         ("breast and ovarian cancer", ("D1", "D2"), ["breast cancer", "ovarian cancer"]),

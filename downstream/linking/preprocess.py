@@ -8,7 +8,9 @@ use. In BioSyn's order, for each gold mention:
    comma kept), repeated until nothing changes (BioSyn's ``apply_abbr_dict``). BioSyn finds the definitions
    with the Ab3P binary (Sohn et al., BMC Bioinformatics 2008); here with Schwartz & Hearst's algorithm
    (PSB 2003, "A simple algorithm for identifying abbreviation definitions in biomedical text"), which
-   scispaCy's abbreviation detector also implements: :func:`find_abbreviations`.
+   scispaCy's abbreviation detector also implements, in both its orders (``long form (SF)`` and
+   ``SF (long form)``), and with two cases it misses: a part both forms share (``... type II (HIT type
+   II)``, ``90/hypertension (90/HTN)``). :func:`find_abbreviations`.
 2. **composite mentions split** (BioSyn's ``composite_resolve``): BC5CDR's composites come split in their
    7th column; otherwise a mention with several ids is split by BioSyn's patterns (``X of A and B``,
    ``A, B and C D``, ``A/B C``, or one token per id) when the split gives as many parts as ids; where OMIM
@@ -96,29 +98,79 @@ def _best_long_form(short: str, candidate: str) -> str | None:
     return candidate[start:]
 
 
+def _long_form(short: str, candidate_words: list[str]) -> str | None:
+    """Schwartz & Hearst's ``extractAbbrPair``: the long form of ``short`` in the words before it (or, for a
+    short form outside the parentheses, the words inside them), or None where their checks fail: a valid short
+    form, a long form longer than it, not containing it as a word, of at most ``min(len(SF) + 5, 2 * len(SF))``
+    words."""
+    if not _valid_short_form(short):
+        return None
+    limit = min(len(short) + 5, 2 * len(short))
+    long = _best_long_form(short, " ".join(candidate_words[-limit:]))
+    if not long or len(long) <= len(short) or f"{short} " in f"{long} " or len(long.split()) > limit:
+        return None
+    return long
+
+
+def _shared_prefix(short: str, long: str) -> int:
+    """The length of the leading text without letters that ``short`` and ``long`` share, up to and with its
+    last non-alphanumeric character (``"90/HTN"``, ``"90/hypertension"`` -> 3); 0 when they share none. A
+    shared letter belongs to the abbreviation (``X-ALD``, ``X-linked adrenoleukodystrophy``)."""
+    common = 0
+    while common < min(len(short), len(long)) and short[common] == long[common] and not short[common].isalpha():
+        common += 1
+    while common and short[common - 1].isalnum():
+        common -= 1
+    return common
+
+
 def find_abbreviations(text: str) -> dict[str, str]:
-    """The abbreviations an abstract defines as ``long form (short form)``, by Schwartz & Hearst's algorithm
-    (PSB 2003, section 2): the short form is the parenthesised text (before any ``;`` or ``,``), the long
-    form the shortest run of the words just before it, within the sentence and at most
-    ``min(len(SF) + 5, 2 * len(SF))`` words, that holds the short form's characters in order, its first at
-    the start of a word. The first definition of a short form wins.
+    """The abbreviations an abstract defines, by Schwartz & Hearst's algorithm (PSB 2003, section 2, and its
+    Java implementation's ``extractAbbrPairs``), per sentence and parenthesis:
+
+    - ``long form (SF)``: the short form is the parenthesised text (before any ``;`` or ``,``), the long form
+      the shortest run of the words just before it, at most ``min(len(SF) + 5, 2 * len(SF))`` words, that
+      holds the short form's characters in order, its first at the start of a word;
+    - ``SF (long form)``: where the parenthesised text has more than two words, the short form is the word
+      just before the parenthesis and the long form is looked for inside it (``PTLD (post-transplantation
+      lymphoproliferative disorder, ...)``).
+
+    Two cases the algorithm misses are added, where a long form and its short form share a part that belongs
+    to neither: words that end both (``heparin-induced thrombocytopenia type II (HIT type II)`` defines
+    ``HIT``), and a leading part up to a non-alphanumeric character (``90/hypertension (90/HTN)`` defines
+    ``HTN`` as well as ``90/HTN``). The first definition of a short form wins.
 
     Returns:
         ``{short form: long form}``, e.g. ``{"AT": "ataxia-telangiectasia"}``.
     """
     found: dict[str, str] = {}
+
+    def add(short: str, long: str) -> None:
+        if short not in found:
+            found[short] = long
+        cut = _shared_prefix(short, long)
+        if cut and _valid_short_form(short[cut:]) and short[cut:] not in found:
+            found[short[cut:]] = long[cut:]
+
     for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9])", text):
         for match in re.finditer(r"\(([^()]*)\)", sentence):
-            short = re.split(r"[;,]", match.group(1))[0].strip()
-            if not _valid_short_form(short) or short in found:
-                continue
-            words = sentence[: match.start()].split()
-            limit = min(len(short) + 5, 2 * len(short))
-            candidate = " ".join(words[-limit:])
-            long = _best_long_form(short, candidate)
-            if not long or len(long) <= len(short) or f"{short} " in f"{long} " or len(long.split()) > limit:
-                continue
-            found[short] = long
+            inside = re.split(r"[;,]", match.group(1))[0].strip()
+            before = sentence[: match.start()].split()
+            inside_words = inside.split()
+            shared = 0  # trailing words the parenthesised text shares with the text before it
+            while (shared < min(len(inside_words) - 1, len(before))
+                   and inside_words[-1 - shared].lower() == before[-1 - shared].lower()):  # fmt: skip
+                shared += 1
+            if shared:
+                short = " ".join(inside_words[:-shared])
+                if long := _long_form(short, before[:-shared]):
+                    add(short, long)
+                    continue
+            if len(inside_words) <= 2:
+                if long := _long_form(inside, before):
+                    add(inside, long)
+            elif before and (long := _long_form(before[-1], inside_words)):
+                add(before[-1], long)
     return found
 
 
