@@ -213,3 +213,9 @@ def test_trials_made_with_other_mention_repeats_are_not_reused(tmp_path, tiny_ch
     repeats = fingerprint("dense")
     monkeypatch.setattr(run, "SPARSE_NGRAM_RANGES", run.SPARSE_NGRAM_RANGES[:1])
     assert fingerprint("dense") != repeats and fingerprint("sparse") == sparse
+    # and so is the preprocessing's version
+    from downstream.linking import preprocess
+
+    grid = fingerprint("dense")
+    monkeypatch.setattr(preprocess, "PREPROCESSING_VERSION", preprocess.PREPROCESSING_VERSION + 1)
+    assert fingerprint("dense") != grid and fingerprint("sparse") == sparse

@@ -40,6 +40,11 @@ from downstream.linking.corpus import Document, Mention
 
 _PUNCTUATION_OR_SPACE = re.compile(r"[\s" + re.escape(string.punctuation) + r"]+")
 
+#: What a query is, as a number: a trained linker's trials made with another version are trained again (its
+#: fingerprint, :meth:`downstream.linking.task.LinkingTask.fingerprint_extras`). 2: abbreviations in Schwartz &
+#: Hearst's other order and with a shared part (:func:`find_abbreviations`).
+PREPROCESSING_VERSION = 2
+
 #: BioSyn's ``apply_abbr_dict`` repeats until nothing changes; a long form that contains its own short form
 #: would never stop, so the repeats are bounded.
 MAX_ABBREVIATION_ROUNDS = 10

@@ -161,14 +161,16 @@ class LinkingTask(TaskKind):
     def fingerprint_extras(settings: Any) -> dict[str, Any]:
         """A trained linker's pairs per training mention (:data:`downstream.linking.dense.MENTION_REPEATS`) and, for
         the dense linker, the sparse scores and weights its development set chooses among
-        (:data:`downstream.linking.run.SPARSE_NGRAM_RANGES`, :data:`downstream.linking.dense.SPARSE_WEIGHTS`):
-        trials made otherwise are trained again."""
+        (:data:`downstream.linking.run.SPARSE_NGRAM_RANGES`, :data:`downstream.linking.dense.SPARSE_WEIGHTS`),
+        and the preprocessing's version (:data:`downstream.linking.preprocess.PREPROCESSING_VERSION`): trials made
+        otherwise are trained again."""
         if settings.linker == "sparse":
             return {}
         from downstream.linking.dense import MENTION_REPEATS, SPARSE_WEIGHTS
+        from downstream.linking.preprocess import PREPROCESSING_VERSION
         from downstream.linking.run import SPARSE_NGRAM_RANGES
 
-        extras: dict[str, Any] = {"mention_repeats": MENTION_REPEATS}
+        extras: dict[str, Any] = {"mention_repeats": MENTION_REPEATS, "preprocessing": PREPROCESSING_VERSION}
         if settings.linker == "dense":
             extras["dev_grid"] = {"ngram_ranges": [list(r) for r in SPARSE_NGRAM_RANGES], "sparse_weights": list(SPARSE_WEIGHTS)}
         return extras
