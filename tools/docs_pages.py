@@ -434,6 +434,8 @@ BLOCKS: dict[tuple[str, str], Callable[[], str]] = {
     ("docs/guides/entity-linking.md", "linking-end-to-end-train-dev"): lambda: render_recorded_table("linking-end-to-end-train-dev"),
     ("docs/guides/entity-linking.md", "linking-ngram-train-dev"): lambda: render_recorded_table("linking-ngram-train-dev"),
     ("docs/guides/entity-linking.md", "linking-end-to-end-ngram"): lambda: render_recorded_table("linking-end-to-end-ngram"),
+    ("docs/guides/entity-linking.md", "linking-abbreviations"): lambda: render_recorded_table("linking-abbreviations"),
+    ("docs/guides/entity-linking.md", "linking-end-to-end-abbreviations"): lambda: render_recorded_table("linking-end-to-end-abbreviations"),
     ("docs/guides/entity-linking.md", "linking-biosyn"): lambda: render_recorded_table("linking-biosyn"),
     ("docs/guides/entity-linking.md", "linking-biosyn-epochs"): lambda: render_recorded_table("linking-biosyn-epochs"),
     ("docs/results/performance.md", "pretrain-step"): render_pretrain_step,
