@@ -142,8 +142,9 @@ def find_abbreviations(text: str) -> dict[str, str]:
 
     Two cases the algorithm misses are added, where a long form and its short form share a part that belongs
     to neither: words that end both (``heparin-induced thrombocytopenia type II (HIT type II)`` defines
-    ``HIT``), and a leading part up to a non-alphanumeric character (``90/hypertension (90/HTN)`` defines
-    ``HTN`` as well as ``90/HTN``). The first definition of a short form wins.
+    ``HIT``), and a leading part without letters that ends at a non-alphanumeric character
+    (``90/hypertension (90/HTN)`` defines ``HTN`` as well as ``90/HTN``; ``X-ALD`` keeps its ``X-``,
+    :func:`_shared_prefix`). The first definition of a short form wins.
 
     Returns:
         ``{short form: long form}``, e.g. ``{"AT": "ataxia-telangiectasia"}``.
