@@ -94,6 +94,22 @@ def test_training_loop_lowers_the_loss_on_a_tiny_model(tiny_checkpoint):
     assert embeddings.shape == (8, 32) and embeddings[0] @ embeddings[0] == pytest.approx(1.0, abs=1e-5)
 
 
+def test_embedding_batches_on_threads_give_what_one_thread_gives(tiny_checkpoint):
+    import threading
+
+    encoder = DenseEncoder(str(tiny_checkpoint))
+    texts = [f"{word} {i}" for i, word in enumerate(["gout", "renal failure", "tremor", "asthma", "breast cancer"] * 4)]
+    alone = encoder.embed(texts, batch_size=3)
+    used = set()
+    forward = encoder.forward
+    encoder.forward = lambda batch: used.add(threading.get_ident()) or forward(batch)
+    encoder.threads = 2
+    assert np.array_equal(encoder.embed(texts, batch_size=3), alone)  # the same bits, in the given order
+    assert len(used) == 2 and threading.get_ident() not in used
+    encoder.threads = 3  # the pool follows a new count
+    assert np.array_equal(encoder.embed(texts, batch_size=3), alone) and encoder._pool[0] == 3
+
+
 def test_length_grouped_forward_gives_the_one_batch_vectors_in_order(tiny_checkpoint):
     encoder = DenseEncoder(str(tiny_checkpoint))
     encoder.model.eval()

@@ -4,6 +4,7 @@ JSONL, PubTator's sixth column and BioC's ``identifier`` infon, read back with t
 from __future__ import annotations
 
 import json
+from unittest import mock
 
 import pytest
 import test_predict
@@ -109,6 +110,27 @@ def test_predict_links_each_chunk_with_one_search(ner_model, linker_dir):
     expected = [predictor.render(alone.link(p), "jsonl") for p in predictor.predict(documents)]
     assert [text for _, rendered in chunks for text, _ in rendered] == expected
     assert '"concept_id": "D020388"' in expected[0]
+
+
+def test_a_dense_linkers_encoder_gets_the_cores_while_predict_runs(ner_model, linker_dir):
+    """rendered_chunks gives a dense linker's encoder one Python thread a core for its batches of mentions (torch
+    runs one thread a forward pass there) and gives back what it had."""
+    from types import SimpleNamespace
+
+    spec = PredictorSpec(str(ner_model), device="cpu")
+    predictor = spec.load()
+    linker = EntityLinker(linker_dir)
+    assert linker.threads == 1
+    linker.threads = 4  # a sparse linker has no encoder: nothing to give threads to
+    assert linker.threads == 1
+    linker.linker.encoder = SimpleNamespace(threads=1)  # stands for a dense linker's DenseEncoder
+    seen = []
+    link_many = linker.link_many
+    linker.link_many = lambda predictions: seen.append(linker.threads) or link_many(predictions)
+    documents = [Document(str(i), SENTENCE) for i in range(3)]
+    with mock.patch("downstream.predict.stream.available_cores", return_value=2):
+        list(rendered_chunks(spec, documents, output_format="jsonl", chunk_documents=2, predictor=predictor, linker=linker))
+    assert seen == [2, 2] and linker.threads == 1
 
 
 @pytest.mark.slow

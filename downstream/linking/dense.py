@@ -140,6 +140,8 @@ class DenseEncoder:
         self.tokenizer = load_tokenizer(checkpoint)
         self.model = AutoModel.from_pretrained(checkpoint, dtype=torch.float32)
         self.normalize = normalize
+        self.threads = 1  # :meth:`embed`'s batches run at once on this many threads (``predict``: one a core)
+        self._pool = None  # (threads, ThreadPoolExecutor) once :meth:`embed` has used threads
 
     def forward(self, texts: Sequence[str], *, group_size: int | None = None):
         """``(len(texts), hidden)`` ``[CLS]`` vectors, with gradients (training).
@@ -169,18 +171,38 @@ class DenseEncoder:
 
     def embed(self, texts: Sequence[str], *, batch_size: int = EMBED_BATCH) -> np.ndarray:
         """``(len(texts), hidden)`` float32 embeddings, L2-normalised when the encoder ``normalize`` s (no
-        gradients; texts sorted by length so batches pad little, returned in the given order)."""
+        gradients; texts sorted by length so batches pad little, returned in the given order).
+
+        With :attr:`threads` above 1, that many batches run at once, each on its own Python thread (torch
+        releases the GIL inside its kernels): what ``predict`` does, whose torch runs one thread a forward pass
+        (:func:`downstream.predict.stream.share_cores`). A batch's embeddings are the same whichever thread
+        computes it. On the 2-core machine, with one torch thread, the mentions of 2,000 OHSUMED abstracts took
+        4.7 s in one Python thread (``bench/predict_linking.py``, ``mention_embedding_seconds``)."""
         import torch
         import torch.nn.functional as F
 
         self.model.eval()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.zeros((len(texts), self.model.config.hidden_size), dtype=np.float32)
-        with torch.no_grad():
-            for start in range(0, len(order), batch_size):
-                rows = order[start : start + batch_size]
+
+        def run(rows: list[int]) -> None:
+            with torch.no_grad():
                 vectors = self.forward([texts[i] for i in rows])  # (len(rows), hidden)
                 out[rows] = (F.normalize(vectors, dim=-1) if self.normalize else vectors).float().cpu().numpy()
+
+        batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+        if self.threads <= 1 or len(batches) <= 1:
+            for rows in batches:
+                run(rows)
+            return out
+        if self._pool is None or self._pool[0] != self.threads:
+            from concurrent.futures import ThreadPoolExecutor
+
+            if self._pool is not None:
+                self._pool[1].shutdown()
+            self._pool = (self.threads, ThreadPoolExecutor(self.threads, thread_name_prefix="linker-embed"))
+        for _ in self._pool[1].map(run, batches):  # each writes its own rows of out; errors raised here
+            pass
         return out
 
 

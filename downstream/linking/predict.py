@@ -56,6 +56,19 @@ class EntityLinker:
         self.entity_type = str(self.card["entity_type"])
         self.cache: dict[str, tuple[int, float]] = {}  # prepared mention -> (best name's index, its score)
 
+    @property
+    def threads(self) -> int:
+        """Python threads a dense linker's encoder runs its batches of mentions on (1 for a sparse linker,
+        whose search runs in this thread: setting it changes nothing)."""
+        encoder = getattr(self.linker, "encoder", None)
+        return encoder.threads if encoder is not None else 1
+
+    @threads.setter
+    def threads(self, value: int) -> None:
+        encoder = getattr(self.linker, "encoder", None)
+        if encoder is not None:
+            encoder.threads = value
+
     def best_names(self, texts: list[str]) -> list[tuple[int, float]]:
         """The best name's index and score of each prepared mention; those not seen before searched at once."""
         new = list(dict.fromkeys(t for t in texts if t not in self.cache))

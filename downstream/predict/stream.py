@@ -57,7 +57,7 @@ def worker_threads(num_workers: int, cores: int | None = None) -> int:
     return max(1, (cores or available_cores()) // max(1, num_workers))
 
 
-def share_cores(predictor, threads: int) -> None:
+def share_cores(predictor, threads: int, linker=None) -> None:
     """Give a CPU ``predictor`` ``threads`` cores as that many forward passes at once, each on one torch thread
     (``torch.set_num_threads(1)``, :attr:`~downstream.predict.base.Predictor.forward_threads`); on CUDA nothing
     changes. Why: on the 2-core machine one process with two torch threads spent 1.20x the CPU time of two
@@ -65,13 +65,16 @@ def share_cores(predictor, threads: int) -> None:
     ``bench/results/predict-2core-cpu-2026-11-28-before-threads.json``): the model's operations are small for
     two threads to share, and a core idles while the other runs this process's Python (words, windows,
     entities). Two forward passes at once, in threads that release the GIL inside torch's kernels, keep both
-    cores on whole matrix products."""
+    cores on whole matrix products. A dense ``linker``'s encoder (:class:`~downstream.linking.predict.EntityLinker`)
+    is given as many threads for its batches of mentions, which would otherwise run on one core."""
     import torch
 
     if predictor.device.type != "cpu":
         return
     torch.set_num_threads(1)
     predictor.forward_threads = max(1, threads)
+    if linker is not None:
+        linker.threads = max(1, threads)
 
 
 def render_chunk(predictor, chunk: list[Document], output_format: str, linker=None) -> list[tuple[str, int]]:
@@ -123,7 +126,7 @@ def _start_worker(spec: PredictorSpec, threads: int) -> None:
     global _WORKER_PREDICTOR, _WORKER_LINKER
     _WORKER_PREDICTOR = spec.load()
     _WORKER_LINKER = spec.load_linker()
-    share_cores(_WORKER_PREDICTOR, threads)
+    share_cores(_WORKER_PREDICTOR, threads, _WORKER_LINKER)
 
 
 def _work(chunk: list[Document], output_format: str) -> list[tuple[str, int]]:
@@ -158,13 +161,16 @@ def rendered_chunks(
         predictor = predictor if predictor is not None else spec.load()
         linker = linker if linker is not None else spec.load_linker()
         threads, forward_threads = torch.get_num_threads(), predictor.forward_threads
-        share_cores(predictor, worker_threads(1))
+        linker_threads = linker.threads if linker is not None else None
+        share_cores(predictor, worker_threads(1), linker)
         try:
             for chunk in chunked(documents, chunk_documents):
                 yield chunk, render_chunk(predictor, chunk, output_format, linker)
         finally:  # the caller's torch threads, for whatever it runs next
             torch.set_num_threads(threads)
             predictor.forward_threads = forward_threads
+            if linker is not None:
+                linker.threads = linker_threads
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
