@@ -172,17 +172,20 @@ def _predict_linking_block(path: Path, r: dict) -> str:
 
 
 def render_hybrid_search() -> str:
-    """``bench/hybrid_search.py``'s latest report for each dataset: the dense linker's search with every name
-    scored against the pruned search, at each common-n-gram fraction."""
-    latest: dict[str, tuple[Path, dict]] = {}
-    for path in sorted(BENCH.glob("hybrid-search-*.json"), key=lambda p: (_date_of(p), p.name)):
+    """``bench/hybrid_search.py``'s latest report for each dataset and n-gram range: the dense linker's search
+    with every name scored against the pruned search, at each common-n-gram fraction. A report named
+    ``...-before-<change>`` is the record of what a change improved on, not shown."""
+    latest: dict[tuple[str, tuple[int, ...]], tuple[Path, dict]] = {}
+    reports = [p for p in BENCH.glob("hybrid-search-*.json") if "-before-" not in p.name]
+    for path in sorted(reports, key=lambda p: (_date_of(p), p.name)):
         r = json.loads(path.read_text(encoding="utf-8"))
-        latest[r["linker"]["dataset"]] = (path, r)
+        latest[r["linker"]["dataset"], tuple(r["linker"]["ngram_range"])] = (path, r)
     if not latest:
         return "No `bench/hybrid_search.py` result is recorded yet."
     blocks = []
-    for dataset in sorted(latest):
-        path, r = latest[dataset]
+    for key in sorted(latest):
+        path, r = latest[key]
+        dataset = key[0]
         linker = r["linker"]
         versions = ", ".join(f"{k} {v}" for k, v in r["versions"].items() if k in ("numpy", "scipy"))
         lines = [

@@ -176,8 +176,9 @@ class DenseEncoder:
         With :attr:`threads` above 1, that many batches run at once, each on its own Python thread (torch
         releases the GIL inside its kernels): what ``predict`` does, whose torch runs one thread a forward pass
         (:func:`downstream.predict.stream.share_cores`). A batch's embeddings are the same whichever thread
-        computes it. On the 2-core machine, with one torch thread, the mentions of 2,000 OHSUMED abstracts took
-        4.7 s in one Python thread (``bench/predict_linking.py``, ``mention_embedding_seconds``)."""
+        computes it. On the 2-core machine (AMD EPYC), with one torch thread, the 6,570 new mentions of 2,000
+        OHSUMED abstracts took 4.70 s on one Python thread and 2.80 s on two (``mention_embedding_seconds`` of
+        ``bench/results/predict-linking-dense-2core-epyc-2026-12-06-2000*.json``)."""
         import torch
         import torch.nn.functional as F
 
