@@ -191,22 +191,20 @@ class DenseEncoder:
                 vectors = self.forward([texts[i] for i in rows])  # (len(rows), hidden)
                 out[rows] = (F.normalize(vectors, dim=-1) if self.normalize else vectors).float().cpu().numpy()
 
-        for _ in self.map(run, [order[start : start + batch_size] for start in range(0, len(order), batch_size)]):
-            pass  # each batch writes its own rows of out
-        return out
-
-    def map(self, function, items: Sequence) -> list:
-        """``[function(item) for item in items]``, on :attr:`threads` Python threads when above 1 (a pool kept
-        for the next call); an error is raised here."""
-        if self.threads <= 1 or len(items) <= 1:
-            return [function(item) for item in items]
+        batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+        if self.threads <= 1 or len(batches) <= 1:
+            for rows in batches:
+                run(rows)
+            return out
         if self._pool is None or self._pool[0] != self.threads:
             from concurrent.futures import ThreadPoolExecutor
 
             if self._pool is not None:
                 self._pool[1].shutdown()
-            self._pool = (self.threads, ThreadPoolExecutor(self.threads, thread_name_prefix="linker"))
-        return list(self._pool[1].map(function, items))
+            self._pool = (self.threads, ThreadPoolExecutor(self.threads, thread_name_prefix="linker-embed"))
+        for _ in self._pool[1].map(run, batches):  # each writes its own rows of out; errors raised here
+            pass
+        return out
 
 
 def optimizer_step(optimizer, loss, *, finite: bool = True, where: str, hint: str) -> float:
@@ -317,22 +315,9 @@ class HybridLinker:
             dense = embeddings[i : i + CHUNK] @ self.name_embeddings.T  # (chunk, num_names)
             if self.sparse is not None and self.sparse_weight > 0:
                 vectors = self.sparse.vectorizer.transform(chunk)
-                blocks.append(self._hybrid_search(vectors, k, dense))
+                blocks.append(self.sparse.hybrid_search(vectors, k, dense=dense, weight=self.sparse_weight))
                 continue
             if self.sparse is not None and self.sparse_weight:
                 dense += self.sparse_weight * self.sparse.scores(chunk)
             blocks.append(top_k(dense, k))
         return np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks])
-
-    def _hybrid_search(self, vectors, k: int, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`~downstream.linking.sparse.SparseLinker.hybrid_search` of a chunk's texts (``vectors``, their
-        ``(chunk, num_names)`` ``dense`` scores), the texts split among the encoder's :attr:`~DenseEncoder.threads`
-        (a text's names and scores do not depend on the others'; numpy lets go of the GIL over the names' arrays)."""
-        parts = np.array_split(np.arange(vectors.shape[0]), max(1, min(self.encoder.threads, vectors.shape[0])))
-
-        def search(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            start, end = int(rows[0]), int(rows[-1]) + 1
-            return self.sparse.hybrid_search(vectors[start:end], k, dense=dense[start:end], weight=self.sparse_weight)
-
-        found = self.encoder.map(search, parts)
-        return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
