@@ -165,9 +165,22 @@ def _predict_linking_block(path: Path, r: dict) -> str:
         embedding = parts.get("mention_embedding_seconds") or 0.0
         embedded = f"the mentions' embeddings {embedding:.2f} s, " if embedding else ""
         lines += ["", f"Inside the run with the linker: load {parts['load_seconds']:.2f} s; linking {parts['link_seconds']:.2f} s "
-                  f"({parts['searched_mentions']:,} distinct mentions searched): abbreviations {parts['abbreviations_seconds']:.2f} s, "
+                  f"({parts['searched_mentions']:,} distinct mentions searched, {parts['link_percent_of_without']:.1f}% of the "
+                  f"command's time without the linker): abbreviations {parts['abbreviations_seconds']:.2f} s, "
                   f"TF-IDF vectors {parts['tfidf_transform_seconds']:.2f} s, {embedded}scores and best name "
                   f"{parts['product_and_top1_seconds']:.2f} s, the rest {parts['preparation_seconds']:.2f} s."]  # fmt: skip
+    for before_path in sorted(path.parent.glob(f"{path.stem}-before-*.json")):  # the same corpus and linker, older code
+        b = json.loads(before_path.read_text(encoding="utf-8"))
+        change = before_path.stem.split("-before-", 1)[1].replace("-", " ")
+        line = (f"Before the change named {change!r} (`{before_path.relative_to(REPO)}`, the same corpus, model, linker and "
+                f"machine): linking adds {b['overhead_percent']:.1f}% to the whole command")  # fmt: skip
+        if b.get("linking"):
+            bp = b["linking"]
+            embedding = bp.get("mention_embedding_seconds") or 0.0
+            line += (f"; linking {bp['link_seconds']:.2f} s ({bp['link_percent_of_without']:.1f}% of the command's time without "
+                     f"the linker)" + (f", the mentions' embeddings {embedding:.2f} s" if embedding else "")
+                     + f", scores and best name {bp['product_and_top1_seconds']:.2f} s")  # fmt: skip
+        lines += ["", line + "."]
     return "\n".join(lines)
 
 

@@ -177,8 +177,8 @@ class DenseEncoder:
         releases the GIL inside its kernels): what ``predict`` does, whose torch runs one thread a forward pass
         (:func:`downstream.predict.stream.share_cores`). A batch's embeddings are the same whichever thread
         computes it. On the 2-core machine (AMD EPYC), with one torch thread, the 6,570 new mentions of 2,000
-        OHSUMED abstracts took 4.70 s on one Python thread and 2.80 s on two (``mention_embedding_seconds`` of
-        ``bench/results/predict-linking-dense-2core-epyc-2026-12-06-2000*.json``)."""
+        OHSUMED abstracts took 5.81 s on one Python thread and 3.39 s on two (``mention_embedding_seconds`` of
+        ``bench/results/predict-linking-dense-2core-epyc-2026-12-06-2000*.json``, the code before and after)."""
         import torch
         import torch.nn.functional as F
 
