@@ -30,6 +30,7 @@ import numpy as np
 
 from downstream.linking.dictionary import Dictionary
 from downstream.linking.preprocess import Query
+from downstream.threads import map_on_threads
 
 logger = logging.getLogger(__name__)
 
@@ -192,17 +193,8 @@ class DenseEncoder:
                 out[rows] = (F.normalize(vectors, dim=-1) if self.normalize else vectors).float().cpu().numpy()
 
         batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
-        if self.threads <= 1 or len(batches) <= 1:
-            for rows in batches:
-                run(rows)
-            return out
-        if self._pool is None or self._pool[0] != self.threads:
-            from concurrent.futures import ThreadPoolExecutor
-
-            if self._pool is not None:
-                self._pool[1].shutdown()
-            self._pool = (self.threads, ThreadPoolExecutor(self.threads, thread_name_prefix="linker-embed"))
-        for _ in self._pool[1].map(run, batches):  # each writes its own rows of out; errors raised here
+        results, self._pool = map_on_threads(run, batches, self.threads, self._pool, "linker-embed")
+        for _ in results:  # each batch writes its own rows of out; an error is raised here
             pass
         return out
 

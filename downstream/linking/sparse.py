@@ -87,6 +87,12 @@ CHECKED_NAMES = 16
 WHITE_SPACES = re.compile(r"\s\s+")
 
 
+def _runs(firsts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions ``firsts[i], ..., firsts[i] + lengths[i] - 1`` of each run ``i``, one run after another:
+    ``(lengths.sum(),)`` int64 (the entries of CSR rows gathered without a Python loop)."""
+    return np.repeat(firsts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
+
+
 class CharTfidf:
     """The ``transform`` of a fitted ``TfidfVectorizer(analyzer="char", ngram_range=ngram_range,
     dtype=np.float32)`` (its other settings left at scikit-learn's defaults: lower case, raw counts, smoothed
@@ -328,8 +334,7 @@ class SparseLinker:
         if len(rare):
             firsts, lasts = self.ngram_names.indptr[rare], self.ngram_names.indptr[rare + 1]
             lengths = lasts - firsts
-            # the rare n-grams' postings, one run of positions in ngram_names after another
-            positions = np.repeat(firsts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
+            positions = _runs(firsts, lengths)  # the rare n-grams' postings in ngram_names
             weights = np.repeat(values[~common] * np.float32(weight), lengths)
             np.add.at(bound, self.ngram_names.indices[positions], self.ngram_names.data[positions] * weights)
         return bound
@@ -364,7 +369,7 @@ class SparseLinker:
             products = np.where(inside, self.name_vectors.data[positions] * text[self.name_vectors.indices[positions]],
                                 np.float32(0))  # fmt: skip
             return np.cumsum(products, axis=1, dtype=np.float32)[:, -1] if width else np.zeros(len(names), np.float32)
-        positions = np.repeat(firsts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
+        positions = _runs(firsts, lengths)  # the names' entries in name_vectors
         values = text[self.name_vectors.indices[positions]]  # the text's value of each entry's n-gram
         shared = np.flatnonzero(values)
         if not len(shared):

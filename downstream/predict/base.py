@@ -13,6 +13,7 @@ from typing import ClassVar
 from downstream.errors import DownstreamError
 from downstream.predict.formats import Document
 from downstream.predict.results import UNTYPED_ENTITY
+from downstream.threads import map_on_threads
 
 # --- predictors -----------------------------------------------------------------------------------------------
 
@@ -168,15 +169,8 @@ class Predictor:
         """``function`` of each batch, in order: in this thread, or on :attr:`forward_threads` threads that run
         ahead (:func:`downstream.predict.stream.share_cores`). Each batch's result is its own whatever the
         thread, so the output does not depend on the threads."""
-        if self.forward_threads <= 1 or len(batches) <= 1:
-            return map(function, batches)
-        if self._pool is None or self._pool[0] != self.forward_threads:
-            from concurrent.futures import ThreadPoolExecutor
-
-            if self._pool is not None:
-                self._pool[1].shutdown()
-            self._pool = (self.forward_threads, ThreadPoolExecutor(self.forward_threads, thread_name_prefix="predict-forward"))
-        return self._pool[1].map(function, batches)
+        results, self._pool = map_on_threads(function, batches, self.forward_threads, self._pool, "predict-forward")
+        return results
 
     def _forward(self, rows: Sequence[Sequence[int]]):
         """Softmax over the labels for a batch of unpadded ``input_ids`` rows, padded to the longest.
