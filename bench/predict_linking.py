@@ -19,7 +19,7 @@ chunk), and within it
 (abbreviations resolved, normalisation, the entities' new fields). Worker processes (``--workers`` > 1) are
 not timed inside.
 
-Prints one JSON object (``--out``: also written there): ``date``, ``device``, ``versions``, the settings,
+Prints one JSON object (``--out``: also written there): ``date``, ``finished_at`` (UTC), ``device``, ``versions``, the settings,
 ``runs`` (each run's ``measure`` result), ``documents``, ``entities`` (the same both ways, or the script
 stops), ``entities_linked`` (with a concept id), ``seconds_without_linker`` / ``seconds_with_linker``,
 ``seconds_per_document_*``, ``overhead_percent`` (``100 * (with - without) / without``), and with one worker
@@ -182,7 +182,8 @@ def report(args, corpus: Path, workdir: Path) -> dict:
     without = statistics.median(r["seconds"] for r in runs["without_linker"])
     with_linker = statistics.median(r["seconds"] for r in runs["with_linker"])
     result = {
-        "benchmark": "predict_linking", "date": datetime.date.today().isoformat(), "device": device(args.device),
+        "benchmark": "predict_linking", "date": datetime.date.today().isoformat(),
+        "finished_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "device": device(args.device),
         "versions": versions(),
         "model": str(args.model),
         "linker": {"dir": str(args.linker), **{k: card.get(k) for k in ("linker", "entity_type", "ngram_range", "num_names")}},

@@ -42,10 +42,41 @@ def test_best_names_are_searched_once_per_distinct_mention(linker_dir):
     searched = []
     search = linker.linker.search
     linker.linker.search = lambda texts, k: searched.append(list(texts)) or search(texts, k)
-    first = linker.best_names(["breast cancer", "dmd", "breast cancer"])
-    again = linker.best_names(["dmd", "breast cancer"])
-    assert searched == [["breast cancer", "dmd"]]  # the second call found both remembered
-    assert first[0] == first[2] == again[1] and linker.dictionary.names[first[1][0]] == "dmd"
+    first = linker.best_names(["breast cancers", "dmd x", "breast cancers"])
+    again = linker.best_names(["dmd x", "breast cancers"])
+    assert searched == [["breast cancers", "dmd x"]]  # the second call found both remembered
+    assert first[0] == first[2] == again[1] and linker.dictionary.names[first[0][0]] == "breast cancer"
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_a_mention_that_is_a_name_gets_it_unsearched_with_the_score_the_search_gives(linker_dir, dense, tiny_checkpoint):
+    """A dictionary name is its own best name under the sparse score and under a dense linker's with normalised
+    embeddings (both cosines): best_names gives it without searching, with the exact match's score; the search
+    finds the same name with that score (to float rounding). With raw inner products (the biosyn linker's),
+    nothing is taken unsearched."""
+    linker = EntityLinker(linker_dir)
+    if dense:
+        from downstream.linking.dense import DenseEncoder, HybridLinker
+
+        encoder = DenseEncoder(str(tiny_checkpoint))
+        linker.linker = HybridLinker(encoder, linker.dictionary.names, linker.linker, sparse_weight=0.5)
+        assert linker.linker.exact_match_score == 1.5
+    texts = ["breast neoplasms", "dmd", "breast cancers"]
+    expected = linker.linker.search(texts, 1)
+    searched = _searches(linker)
+    found = linker.best_names(texts)
+    assert searched == [["breast cancers"]]
+    assert [i for i, _ in found] == expected[0][:, 0].tolist()
+    assert expected[1][:2, 0].tolist() == pytest.approx([found[0][1], found[1][1]], abs=1e-5)
+    assert found[0][1] == found[1][1] == linker.linker.exact_match_score
+    if dense:
+        linker.linker.encoder.normalize = False  # raw inner products: another name may score more
+        assert linker.linker.exact_match_score is None
+        fresh = EntityLinker(linker_dir)
+        fresh.linker = linker.linker
+        searched = _searches(fresh)
+        fresh.best_names(texts)
+        assert searched == [texts]
 
 
 def _document(doc_id: str, text: str, mentions: list[tuple[str, str]]) -> DocumentEntities:
@@ -83,7 +114,7 @@ def test_a_chunk_is_linked_as_its_documents_one_at_a_time(linker_dir):
     searched = _searches(chunk_linker)
     per_chunk = chunk_linker.link_many(predictions)
     assert per_chunk == per_document
-    assert searched == [["duchenne muscular dystrophy", "breast cancer", "breast neoplasms", "dmd", "x"]]
+    assert searched == [["x"]]  # the other mentions are dictionary names: linked unsearched
     ids = [[e.concept_id for e in p.entities] for p in per_chunk]
     assert ids == [["D020388", "D001943", "D020388"], [], [None, "D001943", "OMIM:310200"], ["D001943", None, None]]
     assert per_chunk[1] is predictions[1] and per_chunk[2].entities[0] == predictions[2].entities[0]
@@ -92,9 +123,13 @@ def test_a_chunk_is_linked_as_its_documents_one_at_a_time(linker_dir):
     assert chunk_linker.link_many([]) == [] and len(searched) == 1
 
 
-def test_predict_links_each_chunk_with_one_search(ner_model, linker_dir):
+def test_predict_links_each_chunk_with_one_search(ner_model, linker_dir, monkeypatch):
     """rendered_chunks (what predict runs) hands the linker each chunk at once, searches a mention once, and
-    writes what linking each document alone writes."""
+    writes what linking each document alone writes (the look-up of dictionary names turned off: SENTENCE's
+    mentions are names)."""
+    from downstream.linking.sparse import SparseLinker
+
+    monkeypatch.setattr(SparseLinker, "exact_match_score", None)
     documents = [Document(str(i), SENTENCE) for i in range(6)]
     spec = PredictorSpec(str(ner_model), device="cpu")
     predictor = spec.load()

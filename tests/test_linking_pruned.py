@@ -58,10 +58,35 @@ def test_the_bound_bounds_and_the_pair_scores_are_the_products_bits(pruned):
     assert (linker.upper_bounds(vectors, 0) > every[0] + 1e-3).any()
 
 
+def test_principal_directions_tighten_the_common_bound_and_never_loosen_it(pruned, monkeypatch):
+    """Rank 0 is Cauchy-Schwarz on the whole common part; each added direction gives a bound no looser, still
+    above the score; with every direction the bound is the score (to float32 rounding)."""
+    every, bounds = None, []
+    for rank in (0, 1, 2, 4, 8, 10_000):
+        monkeypatch.setattr(sparse_module, "COMMON_RANK", rank)
+        linker = SparseLinker(NAMES, ngram_range=(1, 3))
+        vectors = linker.vectorizer.transform(TEXTS)
+        every = linker.scores(TEXTS) if every is None else every
+        bound = np.stack([linker.upper_bounds(vectors, row) for row in range(len(TEXTS))])  # (texts, names)
+        assert (bound >= every - 1e-6).all()
+        if bounds:
+            assert (bound <= bounds[-1] + 1e-5).all()
+        bounds.append(bound)
+    names, texts, common = linker.name_vectors.toarray(), vectors.toarray(), linker.common
+    assert 8 < common.sum()  # rank 8 leaves directions to Cauchy-Schwarz
+    cauchy_schwarz = texts[:, ~common] @ names[:, ~common].T + np.outer(np.linalg.norm(texts[:, common], axis=1),
+                                                                        np.linalg.norm(names[:, common], axis=1))  # fmt: skip
+    np.testing.assert_allclose(bounds[0], cauchy_schwarz, atol=1e-5)
+    assert (bounds[4] < bounds[0] - 1e-3).any()  # tighter where it was loose
+    np.testing.assert_allclose(bounds[-1], every, atol=1e-5)
+
+
 @pytest.mark.parametrize("ngram_range", [(1, 2), (1, 3), (2, 4)])
 @pytest.mark.parametrize("weight", [0.25, 1.0, 8.0])
 @pytest.mark.parametrize("k", [1, 5])
-def test_the_pruned_search_finds_what_scoring_every_name_finds(pruned, ngram_range, weight, k):
+@pytest.mark.parametrize("rank", [0, 2, sparse_module.COMMON_RANK])
+def test_the_pruned_search_finds_what_scoring_every_name_finds(pruned, ngram_range, weight, k, rank, monkeypatch):
+    monkeypatch.setattr(sparse_module, "COMMON_RANK", rank)
     linker = SparseLinker(NAMES, ngram_range=ngram_range)
     dense = dense_scores(len(TEXTS), len(NAMES), seed=k)
     vectors = linker.vectorizer.transform(TEXTS)

@@ -283,6 +283,16 @@ class HybridLinker:
         self.sparse_weight = sparse_weight
         self.name_embeddings = encoder.embed(names) if name_embeddings is None else name_embeddings
 
+    @property
+    def exact_match_score(self) -> float | None:
+        """The score of a text that is one of the names with that name when it is the most any name can have, so
+        that name is the text's best; ``None`` otherwise. With L2-normalised embeddings both scores are cosines,
+        at most 1 each and 1 for the text itself, so the name scores ``1 + sparse_weight``, the most there is (for
+        a weight of at least 0). With raw inner products (the biosyn linker's) another name can score more: ``None``."""
+        if not self.encoder.normalize or self.sparse_weight < 0:
+            return None
+        return 1.0 + (self.sparse_weight if self.sparse is not None else 0.0)
+
     def scores(self, texts: list[str]) -> np.ndarray:
         """``(len(texts), len(names))`` scores."""
         dense = self.encoder.embed(texts) @ self.name_embeddings.T  # (len(texts), num_names)

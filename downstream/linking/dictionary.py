@@ -33,6 +33,10 @@ class Dictionary:
     def __len__(self) -> int:
         return len(self.names)
 
+    def position(self, name: str) -> int | None:
+        """The index of ``name`` (normalised) in :attr:`names`, ``None`` when it is not one of them."""
+        return self._index.get(name)
+
     def add(self, name: str, ids: Iterable[str], *, readable: str | None = None) -> None:
         """Add ``name`` (already normalised) with ``ids``; an existing name gains the ids it lacks."""
         ids = tuple(ids)

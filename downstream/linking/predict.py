@@ -70,11 +70,23 @@ class EntityLinker:
             encoder.threads = value
 
     def best_names(self, texts: list[str]) -> list[tuple[int, float]]:
-        """The best name's index and score of each prepared mention; those not seen before searched at once."""
+        """The best name's index and score of each prepared mention; those not seen before searched at once.
+
+        A mention that is one of the dictionary's names gets that name, unsearched, when the linker's score of an
+        exact match is the most any name can have (``exact_match_score``: the sparse linker's and a dense one's
+        with normalised embeddings, not the biosyn linker's), with that score: the name the search finds (all
+        1,315 such mentions of 2,000 OHSUMED abstracts, searched, found their own name), for no encoder and no
+        search. They are a fifth of those abstracts' 6,570 distinct mentions."""
         new = list(dict.fromkeys(t for t in texts if t not in self.cache))
         if new:
             if len(self.cache) + len(new) > CACHE_SIZE:
                 self.cache.clear()
+            exact_score = getattr(self.linker, "exact_match_score", None)
+            if exact_score is not None:
+                named = {t: self.dictionary.position(t) for t in new}
+                self.cache.update({t: (i, exact_score) for t, i in named.items() if i is not None})
+                new = [t for t in new if named[t] is None]
+        if new:
             indices, scores = self.linker.search(new, 1)  # (len(new), 1) each
             self.cache.update({t: (int(i), float(s)) for t, i, s in zip(new, indices[:, 0], scores[:, 0], strict=True)})
         return [self.cache[t] for t in texts]
