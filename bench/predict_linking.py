@@ -23,7 +23,8 @@ Prints one JSON object (``--out``: also written there): ``date``, ``finished_at`
 ``runs`` (each run's ``measure`` result), ``documents``, ``entities`` (the same both ways, or the script
 stops), ``entities_linked`` (with a concept id), ``seconds_without_linker`` / ``seconds_with_linker``,
 ``seconds_per_document_*``, ``overhead_percent`` (``100 * (with - without) / without``), and with one worker
-``linking`` (the parts above, ``searched_mentions``, ``link_seconds_per_document``,
+``linking`` (the parts above, ``searched_mentions`` (distinct mentions searched), ``looked_up_mentions``
+(distinct mentions that are dictionary names, linked without a search), ``link_seconds_per_document``,
 ``link_percent_of_without``: ``100 * link_seconds / seconds_without_linker``) and
 ``overhead_percent_after_load`` (the linker's load taken out of the run with it).
 
@@ -81,7 +82,14 @@ def time_linker_parts() -> dict:
     as the linker is loaded and runs."""
     import downstream.linking.predict as linking
 
-    times = dict.fromkeys(PARTS, 0.0) | {"searched_mentions": 0}
+    times = dict.fromkeys(PARTS, 0.0) | {"searched_mentions": 0, "new_mentions": 0}
+    best_names = linking.EntityLinker.best_names
+
+    def counted_best_names(self, texts):
+        times["new_mentions"] += len({t for t in texts if t not in self.cache})  # looked up or searched
+        return best_names(self, texts)
+
+    linking.EntityLinker.best_names = counted_best_names
     linking.find_abbreviations = _timed(linking.find_abbreviations, times, "abbreviations_seconds")
     linking.EntityLinker.link_many = _timed(linking.EntityLinker.link_many, times, "link_seconds")
     load = linking.EntityLinker.__init__
@@ -149,11 +157,13 @@ def linked_entities(path: Path) -> int:
 
 def linking_split(runs: list[dict], documents: int, seconds_without: float) -> dict:
     """The linker's parts (module docstring), medians over ``runs``, with what is derived from them."""
-    parts = {key: statistics.median(r["linking"][key] for r in runs) for key in (*PARTS, "searched_mentions")}
-    rounded = {key: round(value, 6) for key, value in parts.items() if key != "searched_mentions"}
+    counts = ("searched_mentions", "new_mentions")
+    parts = {key: statistics.median(r["linking"][key] for r in runs) for key in (*PARTS, *counts)}
+    rounded = {key: round(value, 6) for key, value in parts.items() if key not in counts}
     search, link = parts["search_seconds"], parts["link_seconds"]
     return {
         **rounded, "searched_mentions": int(parts["searched_mentions"]),
+        "looked_up_mentions": int(parts["new_mentions"] - parts["searched_mentions"]),
         "product_and_top1_seconds": round(search - parts["tfidf_transform_seconds"] - parts["mention_embedding_seconds"], 6),
         "preparation_seconds": round(link - search - parts["abbreviations_seconds"], 6),
         "link_seconds_per_document": round(link / documents, 6),

@@ -1,4 +1,4 @@
-"""bench/predict_linking.py on tiny fixtures: a tiny NER model and a four-name linker over three documents, each
+"""bench/predict_linking.py on tiny fixtures: a tiny NER model and a three-name linker over three documents, each
 way in a process of its own; the report's keys, and figures that agree with one another and with the outputs."""
 
 from __future__ import annotations
@@ -7,20 +7,32 @@ import datetime
 import json
 
 import pytest
-import test_linking_predict
 import test_predict
 from conftest import REPO_ROOT, load_script
 from test_predict import SENTENCE
 
-# test_predict's tiny NER model (it tags SENTENCE's two diseases), test_linking_predict's four-name linker
+# test_predict's tiny NER model (it tags SENTENCE's two diseases)
 ner_model = test_predict.ner_model
-linker_dir = test_linking_predict.linker_dir
 _one_thread = test_predict._one_thread
 
 
 @pytest.fixture
+def linker_dir(tmp_path):
+    """A sparse linker of three names: "duchenne muscular dystrophy" is one (looked up), "breast cancer" is not
+    (searched)."""
+    from downstream.linking.dictionary import Dictionary
+    from downstream.linking.saved import save_linker
+    from downstream.linking.spec import LINKING_DATASETS
+
+    dictionary = Dictionary()
+    for name, ids in [("duchenne muscular dystrophy", ("D020388",)), ("breast neoplasms", ("D001943",)), ("dmd", ("310200",))]:
+        dictionary.add(name, ids)
+    return save_linker(tmp_path / "linker", dictionary, LINKING_DATASETS["ncbi-disease"], {"method": "sparse"}, ngram_range=(1, 2))
+
+
+@pytest.fixture
 def dense_linker_dir(linker_dir, tmp_path, tiny_checkpoint):
-    """test_linking_predict's four names behind a dense linker: the tiny checkpoint's encoder, the names embedded."""
+    """The same names behind a dense linker: the tiny checkpoint's encoder, the names embedded."""
     from downstream.linking.dense import DenseEncoder
     from downstream.linking.saved import load_linker, save_linker
     from downstream.linking.spec import LINKING_DATASETS
@@ -52,7 +64,7 @@ def test_a_dry_run_reports_consistent_figures(bench, ner_model, kind, request, t
             "seconds_per_document_without_linker", "seconds_per_document_with_linker", "overhead_percent", "linking",
             "overhead_percent_after_load"} <= set(report)  # fmt: skip
     assert datetime.date.fromisoformat(report["date"]) and report["device"] and report["versions"]["numpy"]
-    assert report["linker"]["linker"] == kind and report["linker"]["num_names"] == 4
+    assert report["linker"]["linker"] == kind and report["linker"]["num_names"] == 3
     # the same documents and entities both ways; SENTENCE's two diseases in each document, all linked
     assert report["documents"] == 3 and report["entities"] == 6 and report["entities_linked"] == 6
     without, with_linker = report["runs"]["without_linker"][0], report["runs"]["with_linker"][0]
@@ -65,7 +77,8 @@ def test_a_dry_run_reports_consistent_figures(bench, ner_model, kind, request, t
     expected = 100 * (with_linker["seconds"] - without["seconds"]) / without["seconds"]
     assert report["overhead_percent"] == pytest.approx(expected, abs=0.01)
     parts = report["linking"]
-    assert parts["searched_mentions"] == 2  # "duchenne muscular dystrophy", "breast cancer", searched once
+    # "duchenne muscular dystrophy" is a name, looked up; "breast cancer" is not, searched; each once
+    assert parts["searched_mentions"] == 1 and parts["looked_up_mentions"] == 1
     assert 0 < parts["load_seconds"] < with_linker["seconds"] and 0 < parts["link_seconds"] < with_linker["seconds"]
     assert 0 < parts["tfidf_transform_seconds"] <= parts["search_seconds"] <= parts["link_seconds"]
     assert 0 < parts["abbreviations_seconds"] <= parts["link_seconds"] - parts["search_seconds"] + 1e-5
