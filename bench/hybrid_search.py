@@ -6,7 +6,9 @@ mentions of its dataset (their prepared parts, each once, as evaluation links th
 The mentions are embedded and their dense block (``(texts, num_names)``, as ``HybridLinker.search`` makes it)
 computed once, untimed; what is timed is the rest of the search, :data:`~downstream.linking.sparse.CHUNK` texts
 at a time: ``dense += weight * sparse`` over every name and the top k (``full``), against ``hybrid_search``
-(``pruned``) for each common-n-gram fraction of ``--fractions`` and each k of ``--k``. Both must find the same
+(``pruned``) for each common-n-gram fraction of ``--fractions``, each number of principal directions of the
+common parts' bound of ``--ranks`` (:data:`~downstream.linking.sparse.COMMON_RANK`; 0: Cauchy-Schwarz on the whole
+common part) and each k of ``--k``. Both must find the same
 names and score bits, or the script stops. Reported per case: ms a text (the median of ``--repeats``), the
 names scored exactly per pruned text (mean, max), the texts pruned and those that fell back to every name.
 ``by_postings`` times each text alone both ways (every text pruned, at the linker's fraction), grouped by how many
@@ -16,7 +18,7 @@ Prints one JSON object (``--out``: also written there) with ``date``, ``device``
 mentions and the cases.
 
 Usage: ``python bench/hybrid_search.py --linker LINKER_DIR [--data-dir ../shared/data/linking] [--mentions 1000]
-[--fractions 0.02,0.05,0.1,0.2] [--k 1,5] [--repeats 3] [--out FILE]``
+[--fractions 0.02,0.05,0.1,0.2] [--ranks 0,8,16,32,64] [--k 1,5] [--repeats 3] [--out FILE]``
 """
 
 from __future__ import annotations
@@ -108,11 +110,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--data-dir", type=Path, default=REPO.parent / "shared" / "data" / "linking")
     parser.add_argument("--mentions", type=int, default=1000, help="at most this many distinct test mentions")
     parser.add_argument("--fractions", default="0.02,0.05,0.1,0.2", help="common n-grams' fractions of the names")
+    parser.add_argument("--ranks", default="0,8,16,32,64", help="principal directions of the common parts' bound")
     parser.add_argument("--k", default="1,5", help="the k's searched")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args(argv)
     fractions = [float(f) for f in args.fractions.split(",")]
+    ranks = [int(r) for r in args.ranks.split(",")]
     ks = [int(k) for k in args.k.split(",")]
     if not (Path(args.linker) / "linker.json").is_file():
         parser.error(f"--linker {args.linker}: no linker.json (expected a linking trial's linker/ folder)")
@@ -132,24 +136,27 @@ def main(argv: list[str] | None = None) -> dict:
               for i in range(0, len(texts), module.CHUNK)]  # fmt: skip
 
     cases = []
-    default_fraction = module.COMMON_POSTINGS_FRACTION
+    default_fraction, default_rank = module.COMMON_POSTINGS_FRACTION, module.COMMON_RANK
     for k in ks:
         full_seconds, expected = timed(lambda k=k: full_search(sparse, blocks, k, weight), args.repeats)
         cases.append({"search": "full", "k": k, "ms_per_text": round(1e3 * full_seconds / len(texts), 3)})
         for fraction in fractions:
-            module.COMMON_POSTINGS_FRACTION = fraction
-            sparse._index(sparse.name_vectors)
-            seconds, found = timed(lambda k=k: [sparse.hybrid_search(v, k, dense=d, weight=weight) for d, v in blocks], args.repeats)
-            for (a, b), (c, d) in zip(found, expected, strict=True):
-                if not (np.array_equal(a, c) and np.array_equal(b, d)):
-                    raise SystemExit(f"the pruned search at fraction {fraction}, k {k} found other names or scores than the full one")
-            cases.append({"search": "pruned", "k": k, "common_postings_fraction": fraction,
-                          "common_ngrams": int(sparse.common.sum()), "ms_per_text": round(1e3 * seconds / len(texts), 3),
-                          **pruning_counts(sparse, blocks, k, weight)})  # fmt: skip
-    module.COMMON_POSTINGS_FRACTION = default_fraction
+            for rank in ranks:
+                module.COMMON_POSTINGS_FRACTION, module.COMMON_RANK = fraction, rank
+                sparse._index(sparse.name_vectors)
+                seconds, found = timed(lambda k=k: [sparse.hybrid_search(v, k, dense=d, weight=weight) for d, v in blocks], args.repeats)
+                for (a, b), (c, d) in zip(found, expected, strict=True):
+                    if not (np.array_equal(a, c) and np.array_equal(b, d)):
+                        raise SystemExit(f"the pruned search at fraction {fraction}, rank {rank}, k {k} found other names or "
+                                         "scores than the full one")  # fmt: skip
+                cases.append({"search": "pruned", "k": k, "common_postings_fraction": fraction, "common_rank": rank,
+                              "common_ngrams": int(sparse.common.sum()), "ms_per_text": round(1e3 * seconds / len(texts), 3),
+                              **pruning_counts(sparse, blocks, k, weight)})  # fmt: skip
+    module.COMMON_POSTINGS_FRACTION, module.COMMON_RANK = default_fraction, default_rank
     sparse._index(sparse.name_vectors)
     result = {
-        "benchmark": "hybrid_search", "date": datetime.date.today().isoformat(), "device": cpu_device_name(),
+        "benchmark": "hybrid_search", "date": datetime.date.today().isoformat(),
+        "finished_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "device": cpu_device_name(),
         "versions": versions(),
         "linker": {"dir": str(args.linker), "dataset": card["dataset"], "ngram_range": list(sparse.ngram_range),
                    "sparse_weight": weight, "num_names": int(sparse.name_vectors.shape[0]),
@@ -157,7 +164,8 @@ def main(argv: list[str] | None = None) -> dict:
         "mentions": len(texts), "mean_postings_per_text": round(float(np.mean([sparse.postings[v.indices[v.indptr[r]:v.indptr[r + 1]]].sum()
                                                                                for _, v in blocks for r in range(v.shape[0])])), 1),
         "constants": {"PRUNE_POSTINGS": module.PRUNE_POSTINGS, "PRUNE_POSTINGS_PER_NAME": module.PRUNE_POSTINGS_PER_NAME,
-                      "SEEDS": module.SEEDS, "MAX_EXACT": module.MAX_EXACT, "COMMON_POSTINGS_FRACTION": default_fraction},
+                      "SEEDS": module.SEEDS, "MAX_EXACT": module.MAX_EXACT, "COMMON_POSTINGS_FRACTION": default_fraction,
+                      "COMMON_RANK": default_rank},
         "repeats": args.repeats, "cases": cases, "by_postings": by_postings(sparse, blocks, weight, 1),
     }  # fmt: skip
     write_report(result, args.out)

@@ -1,4 +1,4 @@
-"""bench/hybrid_search.py on tiny fixtures: a four-name dense linker and the tiny NCBI-disease test file; the
+"""bench/hybrid_search.py on tiny fixtures: a three-name dense linker and the tiny NCBI-disease test file; the
 report's keys, and figures that agree with one another."""
 
 from __future__ import annotations
@@ -18,19 +18,20 @@ def test_a_dry_run_compares_the_searches(dense_linker_dir, tmp_path):
     bench = load_script(REPO_ROOT / "bench" / "hybrid_search.py")
     out = tmp_path / "report.json"
     report = bench.main(["--linker", str(dense_linker_dir), "--data-dir", str(FIXTURES / "linking-tiny"), "--fractions", "0.02,0.5",
-                         "--k", "1,2", "--repeats", "1", "--out", str(out)])  # fmt: skip
+                         "--ranks", "0,2", "--k", "1,2", "--repeats", "1", "--out", str(out)])  # fmt: skip
     assert json.loads(out.read_text(encoding="utf-8")) == report
     assert {"benchmark", "date", "device", "versions", "linker", "mentions", "mean_postings_per_text", "constants",
             "repeats", "cases", "by_postings"} <= set(report)  # fmt: skip
     assert datetime.date.fromisoformat(report["date"]) and report["device"] and report["versions"]["scipy"]
-    assert report["linker"]["dataset"] == "ncbi-disease" and report["linker"]["num_names"] == 4
+    assert report["linker"]["dataset"] == "ncbi-disease" and report["linker"]["num_names"] == 3
     assert report["mentions"] > 0
-    # per k, one full case and one pruned case per fraction (the script stops when their results differ)
-    assert [(c["search"], c["k"], c.get("common_postings_fraction")) for c in report["cases"]] == [
-        ("full", 1, None), ("pruned", 1, 0.02), ("pruned", 1, 0.5), ("full", 2, None), ("pruned", 2, 0.02), ("pruned", 2, 0.5)]
+    # per k, one full case and one pruned case per fraction and rank (the script stops when their results differ)
+    pruned = [(fraction, rank) for fraction in (0.02, 0.5) for rank in (0, 2)]
+    assert [(c["search"], c["k"], c.get("common_postings_fraction"), c.get("common_rank")) for c in report["cases"]] == [
+        (search, k, *case) for k in (1, 2) for search, case in [("full", (None, None))] + [("pruned", p) for p in pruned]]
     for case in report["cases"]:
         assert case["ms_per_text"] > 0
-        if case["search"] == "pruned":  # four names: the default thresholds prune no text
+        if case["search"] == "pruned":  # three names: the default thresholds prune no text
             assert (case["pruned"], case["fell_back"], case["scored_mean"]) == (0, 0, None)
     assert sum(band["texts"] for band in report["by_postings"]) == report["mentions"]
     assert all(band["full_ms_per_text"] > 0 and band["pruned_ms_per_text"] > 0 for band in report["by_postings"])

@@ -52,6 +52,13 @@ def _date_of(path: Path) -> str:
     return match.group(0)
 
 
+def _latest_first_key(path: Path) -> tuple[str, str, str]:
+    """Orders result files by the day they were measured, then the time their report says it finished (UTC; a
+    report without one first), then name: the last of a day's reports of one kind is the latest."""
+    report = json.loads(path.read_text(encoding="utf-8"))
+    return _date_of(path), report.get("finished_at", ""), path.name
+
+
 def _pm(figure: dict) -> str:
     return f"{figure['mean']:.2f} ± {figure['std']:.2f}"
 
@@ -132,7 +139,7 @@ def render_predict_linking() -> str:
     A report named ``...-before-<change>`` is the record of what a change improved on, not shown."""
     latest: dict[tuple[str, int], tuple[Path, dict]] = {}
     reports = [p for p in BENCH.glob("predict-linking-*.json") if "-before-" not in p.name]
-    for path in sorted(reports, key=lambda p: (_date_of(p), p.name)):
+    for path in sorted(reports, key=_latest_first_key):
         r = json.loads(path.read_text(encoding="utf-8"))
         latest[r["linker"]["linker"], r["documents"]] = (path, r)
     if not latest:
@@ -164,8 +171,10 @@ def _predict_linking_block(path: Path, r: dict) -> str:
     if parts:
         embedding = parts.get("mention_embedding_seconds") or 0.0
         embedded = f"the mentions' embeddings {embedding:.2f} s, " if embedding else ""
+        looked_up = parts.get("looked_up_mentions")
+        looked_up = f", {looked_up:,} more looked up by name" if looked_up else ""
         lines += ["", f"Inside the run with the linker: load {parts['load_seconds']:.2f} s; linking {parts['link_seconds']:.2f} s "
-                  f"({parts['searched_mentions']:,} distinct mentions searched, {parts['link_percent_of_without']:.1f}% of the "
+                  f"({parts['searched_mentions']:,} distinct mentions searched{looked_up}, {parts['link_percent_of_without']:.1f}% of the "
                   f"command's time without the linker): abbreviations {parts['abbreviations_seconds']:.2f} s, "
                   f"TF-IDF vectors {parts['tfidf_transform_seconds']:.2f} s, {embedded}scores and best name "
                   f"{parts['product_and_top1_seconds']:.2f} s, the rest {parts['preparation_seconds']:.2f} s."]  # fmt: skip
@@ -190,7 +199,7 @@ def render_hybrid_search() -> str:
     ``...-before-<change>`` is the record of what a change improved on, not shown."""
     latest: dict[tuple[str, tuple[int, ...]], tuple[Path, dict]] = {}
     reports = [p for p in BENCH.glob("hybrid-search-*.json") if "-before-" not in p.name]
-    for path in sorted(reports, key=lambda p: (_date_of(p), p.name)):
+    for path in sorted(reports, key=_latest_first_key):
         r = json.loads(path.read_text(encoding="utf-8"))
         latest[r["linker"]["dataset"], tuple(r["linker"]["ngram_range"])] = (path, r)
     if not latest:
@@ -207,17 +216,20 @@ def render_hybrid_search() -> str:
             f"{linker['num_names']:,} names, {linker['ngram_range'][0]}-{linker['ngram_range'][1]}-grams, sparse weight "
             f"{linker['sparse_weight']:g}; medians of {r['repeats']} runs.",
             "",
-            "| search | k | common n-grams (fraction of the names) | ms per mention | mentions pruned | names scored exactly per pruned mention (mean / max) |",
-            "|---|---:|---|---:|---:|---|",
+            "| search | k | common n-grams (fraction of the names) | principal directions | ms per mention | mentions pruned | "
+            "names scored exactly per pruned mention (mean / max) | fell back to every name |",
+            "|---|---:|---|---:|---:|---:|---|---:|",
         ]
         for c in r["cases"]:
             if c["search"] == "full":
-                lines.append(f"| every name | {c['k']} | | {c['ms_per_text']:.2f} | | |")
+                lines.append(f"| every name | {c['k']} | | | {c['ms_per_text']:.2f} | | | |")
                 continue
             default = " (default)" if c["common_postings_fraction"] == r["constants"]["COMMON_POSTINGS_FRACTION"] else ""
+            rank = c.get("common_rank", 0)  # reports from before the principal directions: Cauchy-Schwarz alone
+            rank = f"{rank}{' (default)' if rank == r['constants'].get('COMMON_RANK', 0) else ''}"
             scored = f"{c['scored_mean']:,.1f} / {c['scored_max']:,}" if c["scored_mean"] is not None else "-"
-            lines.append(f"| pruned | {c['k']} | {c['common_ngrams']:,} (> {c['common_postings_fraction']:g}){default} | "
-                         f"{c['ms_per_text']:.2f} | {c['pruned']:,} | {scored} |")  # fmt: skip
+            lines.append(f"| pruned | {c['k']} | {c['common_ngrams']:,} (> {c['common_postings_fraction']:g}){default} | {rank} | "
+                         f"{c['ms_per_text']:.2f} | {c['pruned']:,} | {scored} | {c['fell_back']:,} |")  # fmt: skip
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 

@@ -282,6 +282,7 @@ class HybridLinker:
         self.sparse = sparse
         self.sparse_weight = sparse_weight
         self.name_embeddings = encoder.embed(names) if name_embeddings is None else name_embeddings
+        self._block = None  # (CHUNK, num_names) float32 dense scores, reused by :meth:`search`
 
     @property
     def exact_match_score(self) -> float | None:
@@ -311,10 +312,12 @@ class HybridLinker:
         if not texts:
             return np.zeros((0, k), dtype=np.int64), np.zeros((0, k), dtype=np.float32)
         embeddings = self.encoder.embed(texts)  # (len(texts), hidden), all at once: batches of like lengths
+        if self._block is None:  # kept: a new (CHUNK, num_names) block each chunk cost its pages' faults each time
+            self._block = np.empty((CHUNK, len(self.names)), dtype=np.float32)
         blocks = []
         for i in range(0, len(texts), CHUNK):
             chunk = texts[i : i + CHUNK]
-            dense = embeddings[i : i + CHUNK] @ self.name_embeddings.T  # (chunk, num_names)
+            dense = np.matmul(embeddings[i : i + CHUNK], self.name_embeddings.T, out=self._block[: len(chunk)])  # (chunk, num_names)
             if self.sparse is not None and self.sparse_weight > 0:
                 vectors = self.sparse.vectorizer.transform(chunk)
                 blocks.append(self.sparse.hybrid_search(vectors, k, dense=dense, weight=self.sparse_weight))
