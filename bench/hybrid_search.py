@@ -1,7 +1,9 @@
 #!/usr/bin/env python
 """The dense linker's search with and without pruning: every name scored against
 :meth:`~downstream.linking.sparse.SparseLinker.hybrid_search`, on a saved dense linker and the gold test
-mentions of its dataset (their prepared parts, each once, as evaluation links them).
+mentions of its dataset (their prepared parts, each once, as evaluation links them), or ``--texts FILE``: a JSON
+list of prepared mentions, such as those ``predict`` searched over a corpus (``bench/predict_linking.py`` writes
+them), where mentions far from every name make the bound work harder.
 
 The mentions are embedded and their dense block (``(texts, num_names)``, as ``HybridLinker.search`` makes it)
 computed once, untimed; what is timed is the rest of the search, :data:`~downstream.linking.sparse.CHUNK` texts
@@ -17,7 +19,7 @@ names its n-grams have: the cost model behind :data:`~downstream.linking.sparse.
 Prints one JSON object (``--out``: also written there) with ``date``, ``device``, ``versions``, the linker, the
 mentions and the cases.
 
-Usage: ``python bench/hybrid_search.py --linker LINKER_DIR [--data-dir ../shared/data/linking] [--mentions 1000]
+Usage: ``python bench/hybrid_search.py --linker LINKER_DIR [--data-dir ../shared/data/linking] [--mentions 1000] [--texts FILE]
 [--fractions 0.02,0.05,0.1,0.2] [--ranks 0,8,16,32,64] [--k 1,5] [--repeats 3] [--out FILE]``
 """
 
@@ -108,7 +110,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--linker", required=True, help="a saved dense linker folder (a linking trial's linker/)")
     parser.add_argument("--data-dir", type=Path, default=REPO.parent / "shared" / "data" / "linking")
-    parser.add_argument("--mentions", type=int, default=1000, help="at most this many distinct test mentions")
+    parser.add_argument("--mentions", type=int, default=1000, help="at most this many distinct mentions")
+    parser.add_argument("--texts", type=Path, help="a JSON list of prepared mentions searched instead of the test "
+                        "mentions (what bench/predict_linking.py writes: the mentions predict searched)")
     parser.add_argument("--fractions", default="0.02,0.05,0.1,0.2", help="common n-grams' fractions of the names")
     parser.add_argument("--ranks", default="0,8,16,32,64", help="principal directions of the common parts' bound")
     parser.add_argument("--k", default="1,5", help="the k's searched")
@@ -128,8 +132,17 @@ def main(argv: list[str] | None = None) -> dict:
     linker, _, card = load_linker(args.linker)
     if card.get("linker") != "dense" or linker.sparse is None or not linker.sparse_weight:
         parser.error(f"--linker {args.linker}: expected a dense linker with a sparse score beside it")
-    data = load_linking_data(card["dataset"], args.data_dir)
-    texts = list(dict.fromkeys(part for query in data.queries["test"] for part in query.parts))[: args.mentions]
+    if args.texts is None:
+        data = load_linking_data(card["dataset"], args.data_dir)
+        texts = list(dict.fromkeys(part for query in data.queries["test"] for part in query.parts))[: args.mentions]
+    else:
+        try:
+            texts = json.loads(args.texts.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            parser.error(f"--texts {args.texts}: unreadable ({exc})")
+        if not isinstance(texts, list) or not texts or not all(isinstance(t, str) and t for t in texts):
+            parser.error(f"--texts {args.texts}: expected a non-empty JSON list of non-empty strings")
+        texts = list(dict.fromkeys(texts))[: args.mentions]
     sparse, weight = linker.sparse, linker.sparse_weight
     embeddings = linker.encoder.embed(texts)
     blocks = [(embeddings[i : i + module.CHUNK] @ linker.name_embeddings.T, sparse.vectorizer.transform(texts[i : i + module.CHUNK]))
@@ -161,7 +174,7 @@ def main(argv: list[str] | None = None) -> dict:
         "linker": {"dir": str(args.linker), "dataset": card["dataset"], "ngram_range": list(sparse.ngram_range),
                    "sparse_weight": weight, "num_names": int(sparse.name_vectors.shape[0]),
                    "num_ngrams": int(sparse.name_vectors.shape[1])},
-        "mentions": len(texts), "mean_postings_per_text": round(float(np.mean([sparse.postings[v.indices[v.indptr[r]:v.indptr[r + 1]]].sum()
+        "mentions": len(texts), "texts": str(args.texts) if args.texts else "test", "mean_postings_per_text": round(float(np.mean([sparse.postings[v.indices[v.indptr[r]:v.indptr[r + 1]]].sum()
                                                                                for _, v in blocks for r in range(v.shape[0])])), 1),
         "constants": {"PRUNE_POSTINGS": module.PRUNE_POSTINGS, "PRUNE_POSTINGS_PER_NAME": module.PRUNE_POSTINGS_PER_NAME,
                       "SEEDS": module.SEEDS, "MAX_EXACT": module.MAX_EXACT, "COMMON_POSTINGS_FRACTION": default_fraction,

@@ -26,7 +26,9 @@ stops), ``entities_linked`` (with a concept id), ``seconds_without_linker`` / ``
 ``linking`` (the parts above, ``searched_mentions`` (distinct mentions searched), ``looked_up_mentions``
 (distinct mentions that are dictionary names, linked without a search), ``link_seconds_per_document``,
 ``link_percent_of_without``: ``100 * link_seconds / seconds_without_linker``) and
-``overhead_percent_after_load`` (the linker's load taken out of the run with it).
+``overhead_percent_after_load`` (the linker's load taken out of the run with it). With one worker each run with
+the linker also writes the distinct mentions its linker searched, as prepared, a JSON list beside its output in
+the work folder (``with_linker-<i>-searched.json``): ``bench/hybrid_search.py --texts`` searches them again.
 
 Usage: ``python bench/predict_linking.py --model NER_DIR --linker LINKER_DIR [--documents 500 | --corpus FILE]
 [--workers 1] [--batch-size 32] [--repeats 1] [--out FILE]``
@@ -77,9 +79,9 @@ def _timed(function, times: dict, key: str, count: str | None = None):
     return wrapper
 
 
-def time_linker_parts() -> dict:
+def time_linker_parts(searched: list[str] | None = None) -> dict:
     """Time the linker's parts (module docstring) in this process from now on: the returned dict's figures grow
-    as the linker is loaded and runs."""
+    as the linker is loaded and runs; ``searched`` (when given) gets each mention the linker searches."""
     import downstream.linking.predict as linking
 
     times = dict.fromkeys(PARTS, 0.0) | {"searched_mentions": 0, "new_mentions": 0}
@@ -104,7 +106,8 @@ def time_linker_parts() -> dict:
         encoder = getattr(self.linker, "encoder", None)  # a dense linker's
         if encoder is not None:
             encoder.embed = _timed(encoder.embed, times, "mention_embedding_seconds")
-        self.linker.search = _timed(self.linker.search, times, "search_seconds", "searched_mentions")
+        search = _timed(self.linker.search, times, "search_seconds", "searched_mentions")
+        self.linker.search = search if searched is None else (lambda texts, k: searched.extend(texts) or search(texts, k))
 
     linking.EntityLinker.__init__ = timed_load
     return times
@@ -112,7 +115,8 @@ def time_linker_parts() -> dict:
 
 def run_predict(args) -> dict:
     start = time.perf_counter()  # before the imports: what a user's command waits for
-    times = time_linker_parts() if args.linker and args.workers == 1 else None
+    searched: list[str] = []
+    times = time_linker_parts(searched) if args.linker and args.workers == 1 else None
     from downstream.predict.files import predict_files
 
     summary = predict_files(args.model, [args.input], output=args.output, device=args.device, num_workers=args.workers,
@@ -120,7 +124,13 @@ def run_predict(args) -> dict:
     result = {"seconds": time.perf_counter() - start, "documents": summary.documents, "entities": summary.predictions}
     if times is not None:
         result["linking"] = times
+        write_report(searched, searched_path(Path(args.output)))  # the mentions searched, for bench/hybrid_search.py
     return result
+
+
+def searched_path(output: Path) -> Path:
+    """Where a run with the linker writes the distinct mentions it searched: beside its output."""
+    return output.with_name(f"{output.stem}-searched.json")
 
 
 # --- the driver -----------------------------------------------------------------------------------------------

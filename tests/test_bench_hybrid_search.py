@@ -37,6 +37,19 @@ def test_a_dry_run_compares_the_searches(dense_linker_dir, tmp_path):
     assert all(band["full_ms_per_text"] > 0 and band["pruned_ms_per_text"] > 0 for band in report["by_postings"])
 
 
+def test_texts_from_a_file_are_searched_instead_of_the_test_mentions(dense_linker_dir, tmp_path, capsys):
+    bench = load_script(REPO_ROOT / "bench" / "hybrid_search.py")
+    texts = tmp_path / "searched.json"
+    texts.write_text(json.dumps(["breast cancer", "dmd x", "breast cancer"]), encoding="utf-8")
+    report = bench.main(["--linker", str(dense_linker_dir), "--texts", str(texts), "--fractions", "0.5", "--ranks", "0",
+                         "--k", "1", "--repeats", "1"])  # fmt: skip
+    assert report["texts"] == str(texts) and report["mentions"] == 2  # each once
+    texts.write_text(json.dumps([]), encoding="utf-8")
+    with pytest.raises(SystemExit):
+        bench.main(["--linker", str(dense_linker_dir), "--texts", str(texts)])
+    assert "expected a non-empty JSON list" in capsys.readouterr().err
+
+
 def test_a_sparse_linker_is_refused(linker_dir, tmp_path):
     bench = load_script(REPO_ROOT / "bench" / "hybrid_search.py")
     with pytest.raises(SystemExit):

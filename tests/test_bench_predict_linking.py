@@ -79,6 +79,8 @@ def test_a_dry_run_reports_consistent_figures(bench, ner_model, kind, request, t
     parts = report["linking"]
     # "duchenne muscular dystrophy" is a name, looked up; "breast cancer" is not, searched; each once
     assert parts["searched_mentions"] == 1 and parts["looked_up_mentions"] == 1
+    # the run with the linker wrote the mentions it searched (bench/hybrid_search.py --texts reads them)
+    assert json.loads((tmp_path / "work" / "with_linker-0-searched.json").read_text(encoding="utf-8")) == ["breast cancer"]
     assert 0 < parts["load_seconds"] < with_linker["seconds"] and 0 < parts["link_seconds"] < with_linker["seconds"]
     assert 0 < parts["tfidf_transform_seconds"] <= parts["search_seconds"] <= parts["link_seconds"]
     assert 0 < parts["abbreviations_seconds"] <= parts["link_seconds"] - parts["search_seconds"] + 1e-5

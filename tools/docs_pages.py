@@ -201,7 +201,7 @@ def render_hybrid_search() -> str:
     reports = [p for p in BENCH.glob("hybrid-search-*.json") if "-before-" not in p.name]
     for path in sorted(reports, key=_latest_first_key):
         r = json.loads(path.read_text(encoding="utf-8"))
-        latest[r["linker"]["dataset"], tuple(r["linker"]["ngram_range"])] = (path, r)
+        latest[r["linker"]["dataset"], tuple(r["linker"]["ngram_range"]), r.get("texts", "test") != "test"] = (path, r)
     if not latest:
         return "No `bench/hybrid_search.py` result is recorded yet."
     blocks = []
@@ -211,8 +211,10 @@ def render_hybrid_search() -> str:
         linker = r["linker"]
         versions = ", ".join(f"{k} {v}" for k, v in r["versions"].items() if k in ("numpy", "scipy"))
         lines = [
-            f"`{path.relative_to(REPO)}` ({r['date']}, {r['device']}, {versions}): {dataset}'s {r['mentions']:,} distinct "
-            f"test mentions ({r['mean_postings_per_text']:,.0f} names of their n-grams on average) against "
+            f"`{path.relative_to(REPO)}` ({r['date']}, {r['device']}, {versions}): "
+            + (f"{dataset}'s {r['mentions']:,} distinct test mentions" if r.get("texts", "test") == "test" else
+               f"{r['mentions']:,} distinct mentions `predict` searched (`--texts`), with {dataset}'s linker")
+            + f" ({r['mean_postings_per_text']:,.0f} names of their n-grams on average) against "
             f"{linker['num_names']:,} names, {linker['ngram_range'][0]}-{linker['ngram_range'][1]}-grams, sparse weight "
             f"{linker['sparse_weight']:g}; medians of {r['repeats']} runs.",
             "",
