@@ -17,6 +17,7 @@ import argparse
 import importlib.util
 import json
 import re
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -149,6 +150,18 @@ def render_predict_linking() -> str:
     return "\n\n".join(_predict_linking_block(*latest[key]) for key in keys)
 
 
+def _paired_overhead(r: dict) -> str:
+    """The median and range of the overhead within each pair of runs made one after the other (the bench
+    alternates them), as a clause; nothing for a single pair. Pairs share the machine's state of the moment, so
+    drift over the report cancels within each."""
+    pairs = list(zip(r["runs"]["without_linker"], r["runs"]["with_linker"], strict=False))
+    if len(pairs) < 2:
+        return ""
+    each = sorted(100 * (w["seconds"] - o["seconds"]) / o["seconds"] for o, w in pairs)
+    return (f"; run by run (each run with the linker against the run without it made just before), a median of "
+            f"{statistics.median(each):.1f}%, from {each[0]:.1f}% to {each[-1]:.1f}%")
+
+
 def _predict_linking_block(path: Path, r: dict) -> str:
     """One ``bench/predict_linking.py`` report as a paragraph, a table and where the linker's time went."""
     versions = ", ".join(f"{k} {v}" for k, v in r["versions"].items() if k in ("torch", "transformers", "scikit-learn", "scipy"))
@@ -165,7 +178,7 @@ def _predict_linking_block(path: Path, r: dict) -> str:
         f"| `predict --linker` | {r['seconds_with_linker']:.2f} | {r['seconds_per_document_with_linker']:.4f} |",
         "",
         f"Linking adds {r['overhead_percent']:.1f}% to the whole command over {r['documents']:,} documents, "
-        f"{r['overhead_percent_after_load']:.1f}% with the linker's load taken out.",
+        f"{r['overhead_percent_after_load']:.1f}% with the linker's load taken out{_paired_overhead(r)}.",
     ]
     parts = r.get("linking")
     if parts:
@@ -182,7 +195,7 @@ def _predict_linking_block(path: Path, r: dict) -> str:
         b = json.loads(before_path.read_text(encoding="utf-8"))
         change = before_path.stem.split("-before-", 1)[1].replace("-", " ")
         line = (f"Before the change named {change!r} (`{before_path.relative_to(REPO)}`, the same corpus, model, linker and "
-                f"machine): linking adds {b['overhead_percent']:.1f}% to the whole command")  # fmt: skip
+                f"machine): linking adds {b['overhead_percent']:.1f}% to the whole command{_paired_overhead(b)}")  # fmt: skip
         if b.get("linking"):
             bp = b["linking"]
             embedding = bp.get("mention_embedding_seconds") or 0.0
