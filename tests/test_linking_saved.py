@@ -17,8 +17,9 @@ from downstream.errors import DownstreamError
 from downstream.linking import sparse
 from downstream.linking.dictionary import Dictionary
 from downstream.linking.saved import load_linker, save_linker
-from downstream.linking.sparse import SMALL_BATCH, TFIDF_FILES, CharTfidf, SparseLinker
+from downstream.linking.sparse import SMALL_BATCH, TFIDF_FILES, SparseLinker
 from downstream.linking.spec import LINKING_DATASETS
+from downstream.linking.tfidf import CharTfidf
 
 NAMES = ["breast neoplasms", "breast cancer", "ovarian cancer", "ovarian neoplasms", "tremor", "essential tremor",
          "duchenne muscular dystrophy", "dmd", "ataxia telangiectasia", "sjögren's syndrome", 'crohn "disease"',
