@@ -106,6 +106,18 @@ def by_postings(sparse, blocks, weight: float, repeats: int) -> list[dict]:
     return bands
 
 
+def _numbers(parser, flag: str, text: str, kind, expected: str, valid) -> list:
+    """A comma-separated option as a list of ``kind``; a clear error (the flag, the value, what was expected)
+    for anything else."""
+    try:
+        values = [kind(part) for part in text.split(",")]
+    except ValueError:
+        values = None
+    if not values or not all(valid(v) for v in values):
+        parser.error(f"{flag} {text}: expected comma-separated {expected}")
+    return values
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--linker", required=True, help="a saved dense linker folder (a linking trial's linker/)")
@@ -119,9 +131,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args(argv)
-    fractions = [float(f) for f in args.fractions.split(",")]
-    ranks = [int(r) for r in args.ranks.split(",")]
-    ks = [int(k) for k in args.k.split(",")]
+    fractions = _numbers(parser, "--fractions", args.fractions, float, "fractions in (0, 1]", lambda f: 0 < f <= 1)
+    ranks = _numbers(parser, "--ranks", args.ranks, int, "numbers of directions, at least 0", lambda r: r >= 0)
+    ks = _numbers(parser, "--k", args.k, int, "k's of at least 1", lambda k: k >= 1)
     if not (Path(args.linker) / "linker.json").is_file():
         parser.error(f"--linker {args.linker}: no linker.json (expected a linking trial's linker/ folder)")
 

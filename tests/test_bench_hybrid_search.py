@@ -50,6 +50,14 @@ def test_texts_from_a_file_are_searched_instead_of_the_test_mentions(dense_linke
     assert "expected a non-empty JSON list" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("flag", "value"), [("--ranks", "0,-1"), ("--ranks", "x"), ("--fractions", "0.05,2"), ("--k", "0")])
+def test_bad_number_lists_are_refused_before_anything_runs(dense_linker_dir, flag, value, capsys):
+    bench = load_script(REPO_ROOT / "bench" / "hybrid_search.py")
+    with pytest.raises(SystemExit):
+        bench.main(["--linker", str(dense_linker_dir), flag, value])
+    assert f"{flag} {value}: expected comma-separated" in capsys.readouterr().err
+
+
 def test_a_sparse_linker_is_refused(linker_dir, tmp_path):
     bench = load_script(REPO_ROOT / "bench" / "hybrid_search.py")
     with pytest.raises(SystemExit):

@@ -426,8 +426,8 @@ class SparseLinker:
         margin = np.float32(BOUND_MARGIN * (1 + weight))
         entry_rows = np.repeat(np.arange(num_texts), np.diff(vectors.indptr))
         postings = np.bincount(entry_rows, weights=self.postings[vectors.indices], minlength=num_texts)  # (num_texts,)
-        pruned = np.flatnonzero(postings > PRUNE_POSTINGS + PRUNE_POSTINGS_PER_NAME * num_names)
-        everything = np.flatnonzero(postings <= PRUNE_POSTINGS + PRUNE_POSTINGS_PER_NAME * num_names).tolist()
+        prunable = postings > PRUNE_POSTINGS + PRUNE_POSTINGS_PER_NAME * num_names  # (num_texts,)
+        pruned, everything = np.flatnonzero(prunable), np.flatnonzero(~prunable).tolist()  # the latter: every name scored
         common = self.common_bounds(vectors, pruned, weight=weight) if len(pruned) else None  # (len(pruned), num_names)
         for at, row in enumerate(pruned):
             bound = self.upper_bounds(vectors, row, weight=weight, dense=dense[row], common=common[at])  # (num_names,)
