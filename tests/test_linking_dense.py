@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from bioelectra.cli import app
 from downstream.errors import DownstreamError
 from downstream.linking.dense import (
+    MAX_NAME_TOKENS,
     MENTION_REPEATS,
     SPARSE_WEIGHTS,
     DenseEncoder,
@@ -101,13 +102,35 @@ def test_embedding_batches_on_threads_give_what_one_thread_gives(tiny_checkpoint
     texts = [f"{word} {i}" for i, word in enumerate(["gout", "renal failure", "tremor", "asthma", "breast cancer"] * 4)]
     alone = encoder.embed(texts, batch_size=3)
     used = set()
-    forward = encoder.forward
-    encoder.forward = lambda batch: used.add(threading.get_ident()) or forward(batch)
+    forward = encoder.model.forward
+    encoder.model.forward = lambda **batch: used.add(threading.get_ident()) or forward(**batch)
     encoder.threads = 2
     assert np.array_equal(encoder.embed(texts, batch_size=3), alone)  # the same bits, in the given order
     assert len(used) == 2 and threading.get_ident() not in used
     encoder.threads = 3  # the pool follows a new count
     assert np.array_equal(encoder.embed(texts, batch_size=3), alone) and encoder._pool[0] == 3
+
+
+def test_embedding_runs_unpadded_batches_of_one_length_and_gives_the_padded_vectors(tiny_checkpoint):
+    encoder = DenseEncoder(str(tiny_checkpoint))
+    texts = ["autosomal dominant polycystic kidney disease type 2", "gout", "renal failure", "tremor", "asthma",
+             "hereditary nonpolyposis colorectal cancer", "breast cancer", "gout", "renal failure", ""]  # fmt: skip
+    seen = []
+    forward = encoder.model.forward
+    encoder.model.forward = lambda **batch: seen.append(batch) or forward(**batch)
+    embeddings = encoder.embed(texts, batch_size=2)
+    lengths = [len(row) for row in encoder.tokenizer(texts, truncation=True, max_length=MAX_NAME_TOKENS)["input_ids"]]
+    assert all(len(b["input_ids"]) <= 2 for b in seen)
+    assert sum(len(b["input_ids"]) for b in seen) == len(texts) and all(set(b) == {"input_ids"} for b in seen)
+    # every batch is as wide as its texts' sub-tokens: nothing padded
+    assert sorted(b["input_ids"].shape[1] for b in seen for _ in b["input_ids"]) == sorted(lengths)
+    encoder.model.eval()
+    with torch.no_grad():
+        padded = torch.nn.functional.normalize(encoder.forward(texts), dim=-1).numpy()  # one batch, padded
+    assert padded.shape == embeddings.shape == (len(texts), 32)
+    assert np.allclose(embeddings, padded, atol=1e-5)  # the given order; the mask only hid the padding
+    assert np.allclose(embeddings[1], embeddings[7], atol=1e-6) and np.allclose(np.linalg.norm(embeddings, axis=1), 1, atol=1e-5)
+    assert encoder.embed([]).shape == (0, 32)
 
 
 def test_length_grouped_forward_gives_the_one_batch_vectors_in_order(tiny_checkpoint):

@@ -94,6 +94,12 @@ def test_the_pruned_search_finds_what_scoring_every_name_finds(pruned, ngram_ran
     expected = full_search(linker, TEXTS, k, dense, weight)
     assert indices.shape == scores.shape == (len(TEXTS), k)
     assert np.array_equal(indices, expected[0]) and np.array_equal(scores, expected[1])  # the same bits
+    # the caller's block for the bounds (kept from chunk to chunk), stale values in it: the same again
+    block = np.full((len(TEXTS) + 3, len(NAMES)), np.nan, dtype=np.float32)
+    for _ in range(2):
+        again = linker.hybrid_search(vectors, k, dense=dense, weight=weight, bounds=block)
+        assert np.array_equal(again[0], indices) and np.array_equal(again[1], scores)
+    assert not np.isnan(block).all()  # written into
 
 
 def test_ties_the_fallback_and_unpruned_texts_agree(pruned, monkeypatch):
