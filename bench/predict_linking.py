@@ -6,7 +6,8 @@ Corpus: the first ``--documents`` OHSUMED title + abstract documents of ``../sha
 ``bench/predict_throughput.py`` writes them, or ``--corpus FILE`` (JSONL with ``id`` and ``text``). Each run
 is the whole command (:func:`downstream.predict.files.predict_files` writing JSONL) in a process of its own,
 timed from before its first import, by ``predict_throughput.measure`` (seconds, peak RSS, CPU seconds, load
-average before); with ``--repeats R`` the two alternate R times and the medians are reported.
+average before), with the seconds the cyclic garbage collector took in it (``gc_seconds``, ``gc_collections``:
+every collection from before the imports on); with ``--repeats R`` the two alternate R times and the medians are reported.
 
 With one worker the run with the linker also times, in its process, the linker's parts: ``load_seconds``
 (reading the linker and its saved TF-IDF, or fitting the TF-IDF for a linker saved without it),
@@ -113,15 +114,36 @@ def time_linker_parts(searched: list[str] | None = None) -> dict:
     return times
 
 
+def time_collections() -> dict:
+    """Time the cyclic garbage collector's collections in this process from now on (``gc.callbacks``): the
+    returned dict's ``gc_seconds`` and ``gc_collections`` grow with each."""
+    import gc
+
+    times = {"gc_seconds": 0.0, "gc_collections": 0}
+    started = []
+
+    def callback(phase: str, info: dict) -> None:
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            times["gc_seconds"] += time.perf_counter() - started.pop()
+            times["gc_collections"] += 1
+
+    gc.callbacks.append(callback)
+    return times
+
+
 def run_predict(args) -> dict:
     start = time.perf_counter()  # before the imports: what a user's command waits for
+    collections = time_collections()
     searched: list[str] = []
     times = time_linker_parts(searched) if args.linker and args.workers == 1 else None
     from downstream.predict.files import predict_files
 
     summary = predict_files(args.model, [args.input], output=args.output, device=args.device, num_workers=args.workers,
                             batch_size=args.batch_size, linker_dir=args.linker)  # fmt: skip
-    result = {"seconds": time.perf_counter() - start, "documents": summary.documents, "entities": summary.predictions}
+    result = {"seconds": time.perf_counter() - start, "documents": summary.documents, "entities": summary.predictions,
+              **collections}  # fmt: skip
     if times is not None:
         result["linking"] = times
         write_report(searched, searched_path(Path(args.output)))  # the mentions searched, for bench/hybrid_search.py

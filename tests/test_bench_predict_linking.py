@@ -70,6 +70,8 @@ def test_a_dry_run_reports_consistent_figures(bench, ner_model, kind, request, t
     without, with_linker = report["runs"]["without_linker"][0], report["runs"]["with_linker"][0]
     assert (without["entities"], with_linker["entities"], without["entities_linked"]) == (6, 6, 0)
     assert "linking" not in without
+    for run in (without, with_linker):  # the garbage collector's time in each run, imports included
+        assert 0 < run["gc_seconds"] < run["seconds"] and run["gc_collections"] > 0
     # seconds: per document, the overhead, and the linker's parts within the run with it
     assert report["seconds_without_linker"] == without["seconds"] and report["seconds_with_linker"] == with_linker["seconds"]
     for way in ("without_linker", "with_linker"):

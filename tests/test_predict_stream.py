@@ -156,6 +156,37 @@ def test_forward_passes_on_two_threads_give_what_one_gives_and_torch_threads_com
         torch.set_num_threads(before)
 
 
+def test_the_heap_alive_before_predicting_is_frozen_while_predicting_and_thawed_after(ner_model):
+    import gc
+
+    from downstream.predict.formats import Document
+    from downstream.predict.predictor import load_predictor
+    from downstream.predict.stream import PredictorSpec, rendered_chunks
+
+    predictor = load_predictor(ner_model, device="cpu")
+    counts = []
+    predict = predictor.predict
+    predictor.predict = lambda chunk: counts.append(gc.get_freeze_count()) or predict(chunk)
+    spec = PredictorSpec(str(ner_model))
+    documents = [Document(str(i), SENTENCE) for i in range(3)]
+    assert gc.get_freeze_count() == 0
+    chunks = list(rendered_chunks(spec, documents, output_format="jsonl", chunk_documents=2, predictor=predictor))
+    assert len(chunks) == 2 and len(counts) == 2 and min(counts) > 0  # frozen: the model among them
+    assert gc.get_freeze_count() == 0  # thawed: the caller's objects are collected again
+    # a caller that froze its heap itself keeps it frozen after
+    gc.freeze()
+    try:
+        list(rendered_chunks(spec, documents, output_format="jsonl", predictor=predictor))
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    # an error while predicting thaws it too
+    predictor.predict = lambda chunk: (_ for _ in ()).throw(RuntimeError("boom"))
+    with pytest.raises(RuntimeError, match="boom"):
+        list(rendered_chunks(spec, documents, output_format="jsonl", predictor=predictor))
+    assert gc.get_freeze_count() == 0
+
+
 @pytest.mark.slow
 def test_two_workers_write_what_one_writes(ner_model, tmp_path):
     corpus = _corpus(tmp_path / "corpus.jsonl", 40)
