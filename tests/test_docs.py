@@ -48,6 +48,15 @@ def test_the_headline_gain_is_computed_from_the_two_records():
     assert small["commit"] in row and small["date"] in row
 
 
+def test_the_linking_bench_block_gives_the_collector_s_medians_only_when_timed():
+    runs = {"without_linker": [{"seconds": 10, "gc_seconds": g} for g in (0.5, 0.9, 0.7)],
+            "with_linker": [{"seconds": 12, "gc_seconds": g} for g in (1.4, 1.0, 1.2)]}  # fmt: skip
+    assert pages._collector({"runs": runs}) == (
+        " Python's garbage collector took 0.70 s of a run without the linker and 1.20 s of one with it (medians).")
+    del runs["with_linker"][1]["gc_seconds"]  # a report made before the bench timed it
+    assert pages._collector({"runs": runs}) == ""
+
+
 def test_the_demo_record_and_the_results_data_agree():
     """The demo row of the results data is the demo run's own results.md."""
     demo = load_script(REPO_ROOT / "tools" / "readme_demo_table.py")

@@ -162,6 +162,16 @@ def _paired_overhead(r: dict) -> str:
             f"{statistics.median(each):.1f}%, from {each[0]:.1f}% to {each[-1]:.1f}%")
 
 
+def _collector(r: dict) -> str:
+    """The garbage collector's seconds in the runs each way (medians), as a sentence; nothing for a report made
+    before the bench timed it."""
+    runs = r["runs"]
+    if not all("gc_seconds" in run for way in ("without_linker", "with_linker") for run in runs[way]):
+        return ""
+    without, with_linker = (statistics.median(run["gc_seconds"] for run in runs[way]) for way in ("without_linker", "with_linker"))
+    return f" Python's garbage collector took {without:.2f} s of a run without the linker and {with_linker:.2f} s of one with it (medians)."
+
+
 def _predict_linking_block(path: Path, r: dict) -> str:
     """One ``bench/predict_linking.py`` report as a paragraph, a table and where the linker's time went."""
     versions = ", ".join(f"{k} {v}" for k, v in r["versions"].items() if k in ("torch", "transformers", "scikit-learn", "scipy"))
@@ -178,7 +188,7 @@ def _predict_linking_block(path: Path, r: dict) -> str:
         f"| `predict --linker` | {r['seconds_with_linker']:.2f} | {r['seconds_per_document_with_linker']:.4f} |",
         "",
         f"Linking adds {r['overhead_percent']:.1f}% to the whole command over {r['documents']:,} documents, "
-        f"{r['overhead_percent_after_load']:.1f}% with the linker's load taken out{_paired_overhead(r)}.",
+        f"{r['overhead_percent_after_load']:.1f}% with the linker's load taken out{_paired_overhead(r)}.{_collector(r)}",
     ]
     parts = r.get("linking")
     if parts:
