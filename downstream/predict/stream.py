@@ -127,7 +127,7 @@ def freeze_heap() -> bool:
     objects alive once a model and a dense linker are loaded (0.37 s a collection), and a linker's work adds
     collections. Over 2,000 OHSUMED abstracts (2-core AMD EPYC, one worker, ``gc.callbacks`` timing every
     collection of the run, imports included), the collector took 1.34-1.74 s without a linker and 2.54-2.63 s
-    with NCBI-disease's dense linker; frozen after loading, 0.85-0.96 s and 0.95-1.12 s. Objects made while
+    with NCBI-disease's dense linker; frozen after loading, 0.85-0.96 s and 1.03-1.12 s. Objects made while
     predicting are collected as before."""
     if gc.get_freeze_count():
         return False
