@@ -145,6 +145,10 @@ class DenseEncoder:
         self.threads = 1  # :meth:`embed`'s batches run at once on this many threads (``predict``: one a core)
         self._pool = None  # (threads, ThreadPoolExecutor) once :meth:`embed` has used threads
 
+    def input_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's sub-token ids, ``[CLS]`` and ``[SEP]`` included, cut to :data:`MAX_NAME_TOKENS` (unpadded)."""
+        return self.tokenizer(list(texts), truncation=True, max_length=MAX_NAME_TOKENS)["input_ids"]
+
     def forward(self, texts: Sequence[str], *, group_size: int | None = None):
         """``(len(texts), hidden)`` ``[CLS]`` vectors, with gradients (training).
 
@@ -158,7 +162,7 @@ class DenseEncoder:
         """
         import torch
 
-        ids = self.tokenizer(list(texts), truncation=True, max_length=MAX_NAME_TOKENS)["input_ids"]
+        ids = self.input_ids(texts)
         size = group_size or len(texts)  # None: one batch, one group
         order = sorted(range(len(texts)), key=lambda i: len(ids[i])) if size < len(texts) else list(range(len(texts)))
         vectors = []
@@ -194,7 +198,7 @@ class DenseEncoder:
         out = np.zeros((len(texts), self.model.config.hidden_size), dtype=np.float32)
         if not len(texts):
             return out
-        ids = self.tokenizer(list(texts), truncation=True, max_length=MAX_NAME_TOKENS)["input_ids"]
+        ids = self.input_ids(texts)
         by_length: dict[int, list[int]] = {}
         for i, row in enumerate(ids):
             by_length.setdefault(len(row), []).append(i)
