@@ -482,6 +482,7 @@ BLOCKS: dict[tuple[str, str], Callable[[], str]] = {
     ("docs/guides/entity-linking.md", "linking-dense-defaults"): lambda: render_recorded_table("linking-dense-defaults"),
     ("docs/guides/entity-linking.md", "linking-dense"): lambda: render_recorded_table("linking-dense"),
     ("docs/guides/entity-linking.md", "linking-dense-epochs"): lambda: render_recorded_table("linking-dense-epochs"),
+    ("docs/guides/entity-linking.md", "linking-dense-settings"): lambda: render_recorded_table("linking-dense-settings"),
     ("docs/guides/entity-linking.md", "linking-end-to-end-dense"): lambda: render_recorded_table("linking-end-to-end-dense"),
     ("docs/guides/entity-linking.md", "linking-train-dev"): lambda: render_recorded_table("linking-train-dev"),
     ("docs/guides/entity-linking.md", "linking-end-to-end-train-dev"): lambda: render_recorded_table("linking-end-to-end-train-dev"),
