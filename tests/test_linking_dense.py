@@ -103,10 +103,19 @@ def test_embedding_batches_on_threads_give_what_one_thread_gives(tiny_checkpoint
     alone = encoder.embed(texts, batch_size=3)
     used = set()
     forward = encoder.model.forward
-    encoder.model.forward = lambda **batch: used.add(threading.get_ident()) or forward(**batch)
+    both = threading.Barrier(2, timeout=30)  # each thread's first batch waits for the other's: both take a batch
+
+    def counted(**batch):
+        if threading.get_ident() not in used:
+            used.add(threading.get_ident())
+            both.wait()
+        return forward(**batch)
+
+    encoder.model.forward = counted
     encoder.threads = 2
     assert np.array_equal(encoder.embed(texts, batch_size=3), alone)  # the same bits, in the given order
     assert len(used) == 2 and threading.get_ident() not in used
+    encoder.model.forward = forward
     encoder.threads = 3  # the pool follows a new count
     assert np.array_equal(encoder.embed(texts, batch_size=3), alone) and encoder._pool[0] == 3
 

@@ -127,9 +127,13 @@ def test_forward_passes_on_two_threads_give_what_one_gives_and_torch_threads_com
     alone = list(predictor.predict_entities(documents))
     seen: dict[int, int] = {}
     forward = predictor._forward
+    both = threading.Barrier(2, timeout=30)  # each thread's first batch waits for the other's: both take a batch
 
     def recorded(rows):
+        first = threading.get_ident() not in seen
         seen[threading.get_ident()] = torch.get_num_threads()
+        if first:
+            both.wait()
         return forward(rows)
 
     predictor._forward = recorded
@@ -139,6 +143,7 @@ def test_forward_passes_on_two_threads_give_what_one_gives_and_torch_threads_com
         assert predictor.forward_threads == 2 and torch.get_num_threads() == 1
         assert list(predictor.predict_entities(documents)) == alone
         assert len(seen) == 2 and set(seen.values()) == {1}  # two threads, one torch thread each
+        predictor._forward = forward
         predictor.forward_threads = 3  # the pool follows a new count
         assert list(predictor.predict_entities(documents)) == alone and predictor._pool[0] == 3
     finally:
